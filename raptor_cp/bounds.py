@@ -1,0 +1,68 @@
+"""Lower bounds on the makespan and on the cores a graph needs.
+
+All three are valid for every schedule on the given target: the critical path
+uses each task's fastest cost and free communication; the work bound spreads the
+fastest costs perfectly over all cores; the capacity bound counts the cores one
+copy of every distinct resident weight needs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.targets.base import UNLIMITED_CAPACITY, SchedulingTarget
+
+
+@dataclass(frozen=True)
+class LowerBounds:
+    """Lower bounds of one graph on one target (ns, ns, cores)."""
+
+    critical_path_ns: int
+    work_per_core_ns: int
+    cores_needed: int
+    weight_slots: int
+    """Distinct resident-weight slots (one copy of every weight)."""
+    capacity_slots: int
+    """Resident-weight slots of the whole target (UNLIMITED_CAPACITY if unbounded)."""
+
+    @property
+    def makespan_ns(self) -> int:
+        """The stronger of the two makespan bounds."""
+        return max(self.critical_path_ns, self.work_per_core_ns)
+
+
+def critical_path_ns(graph: ComputeGraph) -> int:
+    """Longest path by fastest task cost, ignoring communication."""
+    cost = graph.min_cost()
+    finish = np.zeros(graph.num_tasks, dtype=np.int64)
+    src = graph.edge_src
+    for task in graph.topological_order.tolist():
+        preds = graph.predecessor_edges(task)
+        ready = int(finish[src[preds]].max()) if preds.size else 0
+        finish[task] = ready + int(cost[task])
+    return int(finish.max()) if graph.num_tasks else 0
+
+
+def lower_bounds(graph: ComputeGraph, target: SchedulingTarget) -> LowerBounds:
+    """Compute every bound of this module for ``graph`` on ``target``."""
+    total = int(graph.min_cost().sum())
+    slots = int(graph.weight_size.sum())
+    capacities = [target.capacity(p) for p in range(target.cores)]
+    largest = max(capacities)
+    if largest >= UNLIMITED_CAPACITY:
+        cores_needed = 1 if graph.num_tasks else 0
+        capacity_slots = UNLIMITED_CAPACITY
+    else:
+        cores_needed = max(1, math.ceil(slots / largest)) if graph.num_tasks else 0
+        capacity_slots = sum(capacities)
+    return LowerBounds(
+        critical_path_ns=critical_path_ns(graph),
+        work_per_core_ns=math.ceil(total / target.cores),
+        cores_needed=cores_needed,
+        weight_slots=slots,
+        capacity_slots=capacity_slots,
+    )

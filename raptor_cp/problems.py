@@ -1,0 +1,79 @@
+"""Problem and solution types shared by the heuristics and the CP-SAT models.
+
+A heuristic and its CP-SAT twin take the same frozen problem object and return
+the same solution type, which `raptor_cp.check` validates and
+`raptor_cp.evaluate` scores: an audit compares like with like.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.schedule import Schedule
+from raptor_cp.targets.base import SchedulingTarget
+
+
+class Status(enum.Enum):
+    """One status scale for every solver (heuristic or exact)."""
+
+    OPTIMAL = "optimal"
+    """Proved optimal (objective == bound)."""
+    FEASIBLE = "feasible"
+    """A solution with a gap to the bound (time limit, or a heuristic)."""
+    NOT_FOUND = "not_found"
+    """No solution within the search budget or time limit; nothing is proved."""
+    INFEASIBLE = "infeasible"
+    """Proved that no solution exists (exact solvers only)."""
+
+
+@dataclass(frozen=True)
+class LatencyProblem:
+    """Schedule every task of ``graph`` on the cores of ``target`` to minimise makespan."""
+
+    graph: ComputeGraph
+    target: SchedulingTarget
+
+    def __post_init__(self) -> None:
+        if self.graph.core_cost is not None and self.graph.core_cost.shape[1] != self.target.cores:
+            from raptor_cp.errors import InvalidInstanceError
+
+            raise InvalidInstanceError(
+                f"{self.graph.name}: per-core costs for {self.graph.core_cost.shape[1]} cores "
+                f"but target {self.target.name} has {self.target.cores}"
+            )
+        self.graph.validate([self.target.capacity(p) for p in range(self.target.cores)])
+
+
+@dataclass(frozen=True)
+class LatencySolution:
+    """What a latency solver returns: a schedule (if found) with its quality evidence."""
+
+    schedule: Schedule | None
+    status: Status
+    solver: str
+    objective: int | None = None
+    """Makespan in ns of ``schedule`` as `evaluate` computes it."""
+    bound: int | None = None
+    """A proved lower bound on the optimal makespan, when the solver has one."""
+    wall_s: float = 0.0
+    details: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap ``(objective - bound) / objective`` or None when unknown."""
+        if self.objective is None or self.bound is None:
+            return None
+        if self.objective == 0:
+            return 0.0
+        return (self.objective - self.bound) / self.objective
+
+
+class LatencySolver(Protocol):
+    """A latency scheduler: a small frozen dataclass whose fields are its settings."""
+
+    name: ClassVar[str]
+
+    def solve(self, problem: LatencyProblem) -> LatencySolution: ...

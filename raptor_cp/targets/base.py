@@ -1,0 +1,123 @@
+"""The `SchedulingTarget` protocol: every hardware fact a scheduler may ask for.
+
+Heuristics, CP-SAT models and evaluators talk to hardware only through this
+protocol. Lowering describes each task's work in target-neutral units
+(`MatrixWork`, `VectorWork`, `FixedWork`) and the target prices it in integer
+nanoseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+UNLIMITED_CAPACITY = 2**62
+"""Resident-weight capacity of a core that has no limit (generic targets)."""
+
+
+@dataclass(frozen=True)
+class MatrixWork:
+    """``mvms`` matrix-vector products on one array group of ``crossbars`` crossbars.
+
+    ``rows`` and ``cols`` are the used part of the weight slice (rows of the unrolled
+    weight matrix, output columns); ``bits`` is the input/weight precision.
+    """
+
+    mvms: int
+    rows: int
+    cols: int
+    crossbars: int
+    bits: int
+
+
+@dataclass(frozen=True)
+class VectorWork:
+    """``elements`` vector-unit elements reading ``operands`` input streams."""
+
+    elements: int
+    operands: int
+    bits: int
+    widening: bool = False
+    """True when the result is written at the output precision (vvmul-like ops)."""
+
+
+@dataclass(frozen=True)
+class FixedWork:
+    """Work whose cost is given in nanoseconds by the workload itself (STG, raptor JSON)."""
+
+    ns: int
+
+
+Work = MatrixWork | VectorWork | FixedWork
+
+
+@dataclass(frozen=True)
+class WeightTiling:
+    """How a target cuts a weight matrix into array groups.
+
+    An array group is one crossbar-height slice of the rows spanning
+    ``crossbars_per_group`` crossbars; ``column_blocks`` > 1 when one slice over all
+    output columns would not fit a single core, so the columns are split too.
+    """
+
+    row_slices: tuple[int, ...]
+    """Height (used rows) of each row slice."""
+    column_blocks: tuple[int, ...]
+    """Width (output columns) of each column block."""
+    crossbars_per_block: tuple[int, ...]
+    """Crossbars one (row slice, column block) array group occupies, per column block."""
+
+
+@runtime_checkable
+class SchedulingTarget(Protocol):
+    """The hardware as schedulers see it. All times are integer nanoseconds."""
+
+    @property
+    def name(self) -> str:
+        """Short name used in reports (preset name or config path)."""
+        ...
+
+    @property
+    def cores(self) -> int:
+        """Number of cores (processing elements, tiles)."""
+        ...
+
+    def hops(self, src: int, dst: int) -> int:
+        """Topological distance between two cores (0 for the same core)."""
+        ...
+
+    def coordinates(self, core: int) -> tuple[int, int]:
+        """Grid position (row, column) of a core, for clustering and plots."""
+        ...
+
+    def capacity(self, core: int) -> int:
+        """Resident-weight capacity of a core in weight slots (crossbars on PIM)."""
+        ...
+
+    def weight_tiling(self, height: int, width: int, bits: int) -> WeightTiling:
+        """Cut a ``height`` x ``width`` weight matrix into array groups."""
+        ...
+
+    def execution_ns(self, work: Work) -> int:
+        """Time one core needs for ``work``."""
+        ...
+
+    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+        """Time to move ``nbytes`` from core ``src`` to core ``dst`` (0 when equal)."""
+        ...
+
+    def mean_transfer_ns(self, nbytes: int) -> int:
+        """Average of `transfer_ns` over ordered pairs of distinct cores (for priorities)."""
+        ...
+
+    def global_read_ns(self, nbytes: int) -> int:
+        """Service time of one global-memory read of ``nbytes``."""
+        ...
+
+    def global_write_ns(self, nbytes: int) -> int:
+        """Service time of one global-memory write of ``nbytes``."""
+        ...
+
+    def describe(self) -> dict[str, object]:
+        """A JSON-ready summary of the target for reports and `inspect`."""
+        ...

@@ -1,0 +1,101 @@
+"""`generic:P`: P identical cores for task-graph research instances.
+
+Zero communication and unlimited resident-weight capacity by default; a
+``ns_per_byte`` makes every transfer between distinct cores cost
+``ceil(bytes * ns_per_byte)`` (the classic HEFT model with unit bandwidth).
+Matrix and vector work cost one nanosecond per multiply-accumulate or element.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from raptor_cp.errors import InvalidConfigError
+from raptor_cp.targets.base import (
+    UNLIMITED_CAPACITY,
+    FixedWork,
+    MatrixWork,
+    VectorWork,
+    WeightTiling,
+    Work,
+)
+
+
+@dataclass(frozen=True)
+class GenericTarget:
+    """``cores`` identical cores on a line; see the module docstring for costs."""
+
+    num_cores: int
+    ns_per_byte: int = 0
+
+    def __post_init__(self) -> None:
+        if self.num_cores < 1:
+            raise InvalidConfigError(f"generic target needs at least 1 core, got {self.num_cores}")
+        if self.ns_per_byte < 0:
+            raise InvalidConfigError(f"generic target: negative ns_per_byte {self.ns_per_byte}")
+
+    @classmethod
+    def parse(cls, spec: str) -> GenericTarget:
+        """Parse ``generic:P`` or ``generic:P:ns_per_byte``."""
+        parts = spec.split(":")
+        try:
+            if parts[0] != "generic" or len(parts) not in (2, 3):
+                raise ValueError
+            return cls(*(int(p) for p in parts[1:]))
+        except ValueError:
+            raise InvalidConfigError(
+                f"bad generic target {spec!r}: expected generic:P or generic:P:NS_PER_BYTE "
+                "with integers"
+            ) from None
+
+    @property
+    def name(self) -> str:
+        suffix = f":{self.ns_per_byte}" if self.ns_per_byte else ""
+        return f"generic:{self.num_cores}{suffix}"
+
+    @property
+    def cores(self) -> int:
+        return self.num_cores
+
+    def hops(self, src: int, dst: int) -> int:
+        return abs(src - dst)
+
+    def coordinates(self, core: int) -> tuple[int, int]:
+        return (0, core)
+
+    def capacity(self, core: int) -> int:
+        return UNLIMITED_CAPACITY
+
+    def weight_tiling(self, height: int, width: int, bits: int) -> WeightTiling:
+        return WeightTiling(row_slices=(height,), column_blocks=(width,), crossbars_per_block=(0,))
+
+    def execution_ns(self, work: Work) -> int:
+        if isinstance(work, FixedWork):
+            return work.ns
+        if isinstance(work, MatrixWork):
+            return work.mvms * work.rows * work.cols
+        if isinstance(work, VectorWork):
+            return work.elements
+        raise TypeError(f"unknown work {work!r}")
+
+    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+        return 0 if src == dst else math.ceil(nbytes * self.ns_per_byte)
+
+    def mean_transfer_ns(self, nbytes: int) -> int:
+        return 0 if self.num_cores == 1 else math.ceil(nbytes * self.ns_per_byte)
+
+    def global_read_ns(self, nbytes: int) -> int:
+        return 0
+
+    def global_write_ns(self, nbytes: int) -> int:
+        return 0
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "kind": "generic",
+            "name": self.name,
+            "cores": self.num_cores,
+            "ns_per_byte": self.ns_per_byte,
+            "capacity": "unlimited",
+        }

@@ -1,0 +1,1 @@
+"""Workload readers and lowering onto a target."""

@@ -1,0 +1,179 @@
+"""The target-neutral workload: operations, their shapes and how their rows depend.
+
+Every reader (ONNX, PIMCOMP-NN node lists, raptor JSON, STG) produces a `Workload`;
+lowering turns it into a `ComputeGraph` for one target. Nothing here knows about
+crossbars, cores or nanoseconds.
+
+Rows are the *lane axis*: the dimension that lanes chunk. For a tensor of rank
+>= 2 it is ``shape[-2]`` (H of NCHW, tokens of ``[1, T, D]`` and of attention's
+``[1, heads, T, d]``, the batch of ``[N, D]``); a rank <= 1 tensor is one row.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+from raptor_cp.errors import InvalidInputError
+
+
+class OpKind(enum.Enum):
+    """What an operation costs on an accelerator."""
+
+    INPUT = "input"
+    """A model input: data arrives from global memory, no task."""
+    WEIGHTED = "weighted"
+    """A matrix-vector product against a static weight matrix (crossbar work)."""
+    VECTOR = "vector"
+    """Element-wise, reduction, pooling or activation-activation work on the vector unit."""
+    VIEW = "view"
+    """A runtime-free view or shape-plumbing node (cost 0, no task)."""
+    TASK = "task"
+    """A plain task with a given integer cost (STG and hand-made task graphs)."""
+
+
+class WindowKind(enum.Enum):
+    """How a consumer's output rows map onto the rows of one of its inputs."""
+
+    SAME = "same"
+    """Output row r needs input row r (element-wise)."""
+    SLIDING = "sliding"
+    """Output row r needs input rows [r*stride - pad, r*stride - pad + (kernel-1)*dilation]."""
+    ALL = "all"
+    """Any output row needs every input row (Gemm, flatten, global pool, token mixing)."""
+
+
+@dataclass(frozen=True)
+class RowWindow:
+    """The projection of a consumer's output-row range onto an input's rows."""
+
+    kind: WindowKind = WindowKind.ALL
+    kernel: int = 1
+    stride: int = 1
+    pad: int = 0
+    dilation: int = 1
+
+    def input_rows(self, lo: int, hi: int, input_rows: int) -> tuple[int, int]:
+        """Half-open input-row range needed by output rows ``[lo, hi)``, clipped to the input.
+
+        >>> RowWindow(WindowKind.SLIDING, kernel=3, stride=1, pad=1).input_rows(0, 4, 8)
+        (0, 5)
+        """
+        if self.kind is WindowKind.ALL:
+            return 0, input_rows
+        if self.kind is WindowKind.SAME:
+            return min(lo, input_rows), min(hi, input_rows)
+        first = lo * self.stride - self.pad
+        last = (hi - 1) * self.stride - self.pad + (self.kernel - 1) * self.dilation
+        return max(first, 0), min(last + 1, input_rows)
+
+
+SAME_ROWS = RowWindow(WindowKind.SAME)
+ALL_ROWS = RowWindow(WindowKind.ALL)
+
+
+def lane_rows(shape: tuple[int, ...]) -> int:
+    """Extent of the lane axis of a tensor shape (see the module docstring)."""
+    return int(shape[-2]) if len(shape) >= 2 else 1
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One workload operation with everything lowering needs, in target-neutral units.
+
+    Attributes
+    ----------
+    name, op_type:
+        Unique name and the source operator type (``Conv``, ``OP_FC``, ``stg``...).
+    kind:
+        What it costs (see `OpKind`).
+    inputs, windows:
+        Producer operation names (activations only) and, per input, the row window.
+    output_shape:
+        Shape of the single output tensor.
+    bits:
+        Element precision of activations and weights.
+    weight_height, weight_width, mvm_per_row:
+        For WEIGHTED: the unrolled weight matrix (``kh*kw*Cin/groups`` x ``Cout``) and
+        how many matrix-vector products one output row takes (``Wo`` for a conv).
+    vector_per_row, vector_operands:
+        For VECTOR: vector-unit elements processed per output row, and whether the
+        op reads one or two operand streams.
+    task_cost:
+        For TASK: the given integer cost.
+    """
+
+    name: str
+    op_type: str
+    kind: OpKind
+    inputs: tuple[str, ...] = ()
+    windows: tuple[RowWindow, ...] = ()
+    output_shape: tuple[int, ...] = (1,)
+    bits: int = 8
+    weight_height: int = 0
+    weight_width: int = 0
+    mvm_per_row: int = 0
+    vector_per_row: int = 0
+    vector_operands: int = 1
+    task_cost: int = 0
+    input_bytes: tuple[int, ...] = field(default=())
+    """For TASK graphs only: bytes sent along each input edge (empty means 0)."""
+    resident: tuple[tuple[str, int], ...] = ()
+    """For TASK graphs only: named resident weights and their sizes in slots.
+
+    Tasks naming the same weight share it when they run on the same core."""
+
+    def __post_init__(self) -> None:
+        if len(self.windows) != len(self.inputs):
+            raise InvalidInputError(
+                f"operation {self.name!r}: {len(self.inputs)} inputs but "
+                f"{len(self.windows)} row windows"
+            )
+        if any(d <= 0 for d in self.output_shape):
+            raise InvalidInputError(
+                f"operation {self.name!r}: output shape {list(self.output_shape)} "
+                "has a non-positive dimension"
+            )
+
+    @property
+    def rows(self) -> int:
+        """Extent of the output's lane axis."""
+        return lane_rows(self.output_shape)
+
+    @property
+    def elements(self) -> int:
+        """Number of output elements."""
+        return math.prod(self.output_shape)
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one output row (rounded up once per row)."""
+        return math.ceil(self.elements // self.rows * self.bits / 8)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A named DAG of operations in a topological order, as a reader produced it."""
+
+    name: str
+    operations: tuple[Operation, ...]
+    source: str = ""
+    """Where the workload came from (a path), for error messages and reports."""
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for op in self.operations:
+            if op.name in seen:
+                raise InvalidInputError(f"{self.source or self.name}: duplicate operation {op.name!r}")
+            for producer in op.inputs:
+                if producer not in seen:
+                    raise InvalidInputError(
+                        f"{self.source or self.name}: operation {op.name!r} reads {producer!r}, "
+                        "which is not defined before it (unknown name or a cycle)"
+                    )
+            seen.add(op.name)
+
+    def by_name(self) -> dict[str, Operation]:
+        """Operations keyed by name."""
+        return {op.name: op for op in self.operations}
