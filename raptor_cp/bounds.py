@@ -8,7 +8,6 @@ copy of every distinct resident weight needs.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,11 +56,11 @@ def lower_bounds(graph: ComputeGraph, target: SchedulingTarget) -> LowerBounds:
         cores_needed = 1 if graph.num_tasks else 0
         capacity_slots = UNLIMITED_CAPACITY
     else:
-        cores_needed = max(1, math.ceil(slots / largest)) if graph.num_tasks else 0
+        cores_needed = max(1, -(-slots // largest)) if graph.num_tasks else 0
         capacity_slots = sum(capacities)
     return LowerBounds(
         critical_path_ns=critical_path_ns(graph),
-        work_per_core_ns=math.ceil(total / target.cores),
+        work_per_core_ns=-(-total // target.cores),
         cores_needed=cores_needed,
         weight_slots=slots,
         capacity_slots=capacity_slots,

@@ -197,8 +197,31 @@ class ComputeGraph:
             raise InvalidInstanceError(
                 f"{self.name}: dependency cycle through task {self.names[t]!r} (self-loop)"
             )
+        for attr in ("operation", "lane"):
+            if getattr(self, attr).shape != (n,):
+                raise InvalidInstanceError(f"{self.name}: {attr} array does not have {n} entries")
+        if self.core_cost is not None and (
+            self.core_cost.ndim != 2 or self.core_cost.shape[0] != n
+        ):
+            raise InvalidInstanceError(f"{self.name}: core_cost must have one row per task")
+        if len(self.task_weights) != n:
+            raise InvalidInstanceError(
+                f"{self.name}: task_weights has {len(self.task_weights)} entries for {n} tasks"
+            )
+        bad = np.flatnonzero(self.weight_size < 0)
+        if bad.size:
+            w = int(bad[0])
+            raise InvalidInstanceError(f"{self.name}: weight {w} has negative size")
+        for t, weights in enumerate(self.task_weights):
+            for w in weights:
+                if not 0 <= w < self.num_weights:
+                    raise InvalidInstanceError(
+                        f"{self.name}: task {self.names[t]!r} uses unknown weight id {w}"
+                    )
         _ = self.topological_order
         if capacities is not None:
+            if not capacities:
+                raise InvalidInstanceError(f"{self.name}: the target has no cores")
             largest = max(capacities)
             for t, weights in enumerate(self.task_weights):
                 need = int(sum(int(self.weight_size[w]) for w in weights))

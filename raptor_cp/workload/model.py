@@ -130,6 +130,8 @@ class Operation:
                 f"operation {self.name!r}: {len(self.inputs)} inputs but "
                 f"{len(self.windows)} row windows"
             )
+        if self.bits < 1:
+            raise InvalidInputError(f"operation {self.name!r}: bits must be >= 1, got {self.bits}")
         if any(d <= 0 for d in self.output_shape):
             raise InvalidInputError(
                 f"operation {self.name!r}: output shape {list(self.output_shape)} "
@@ -165,7 +167,9 @@ class Workload:
         seen: set[str] = set()
         for op in self.operations:
             if op.name in seen:
-                raise InvalidInputError(f"{self.source or self.name}: duplicate operation {op.name!r}")
+                raise InvalidInputError(
+                    f"{self.source or self.name}: duplicate operation {op.name!r}"
+                )
             for producer in op.inputs:
                 if producer not in seen:
                     raise InvalidInputError(

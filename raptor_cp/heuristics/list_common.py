@@ -1,0 +1,177 @@
+"""Building blocks shared by the insertion-based list schedulers (HEFT, PEFT).
+
+A list scheduler visits tasks in priority order and, for each one, prices every
+core: when its inputs can be there (`data_ready_ns`), when the core has an idle
+gap long enough after that (`CoreTimelines`), and whether the core still has room
+for the task's resident weights (`ResidentWeights`). The scheduler then applies
+its own selection rule (HEFT: earliest finish; PEFT: earliest finish plus the
+optimistic cost table).
+
+All times are integer ns in int64 numpy arrays indexed by core.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from functools import lru_cache
+
+import numpy as np
+
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.targets.base import SchedulingTarget
+
+
+def list_order(graph: ComputeGraph, priority: np.ndarray) -> np.ndarray:
+    """Tasks in list-scheduling order: the ready task of highest priority goes next.
+
+    Ties go to the smaller task id. Taking only *ready* tasks (all predecessors
+    already listed) keeps the order topological even when zero-cost tasks and free
+    transfers give a successor the same priority as its predecessor.
+    """
+    n = graph.num_tasks
+    key = priority.tolist()
+    waiting = np.bincount(graph.edge_dst, minlength=n).tolist()
+    dst = graph.edge_dst.tolist()
+    ready = [(-key[t], t) for t in range(n) if waiting[t] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, task = heapq.heappop(ready)
+        order.append(task)
+        for e in graph.successor_edges(task).tolist():
+            waiting[dst[e]] -= 1
+            if waiting[dst[e]] == 0:
+                heapq.heappush(ready, (-key[dst[e]], dst[e]))
+    return np.asarray(order, dtype=np.int64)
+
+
+class TransferRows:
+    """``transfer_ns(src, p, nbytes)`` for every core ``p`` as one array, memoised.
+
+    DNN graphs repeat a few tensor sizes, so most rows come from the cache; the
+    cache is bounded so random byte counts cannot exhaust memory.
+    """
+
+    def __init__(self, target: SchedulingTarget, cache_rows: int = 4096) -> None:
+        cores = range(target.cores)
+
+        def row(src: int, nbytes: int) -> np.ndarray:
+            values = np.array([target.transfer_ns(src, p, nbytes) for p in cores], np.int64)
+            values.setflags(write=False)
+            return values
+
+        self.row = lru_cache(maxsize=cache_rows)(row)
+
+
+def data_ready_ns(
+    graph: ComputeGraph,
+    task: int,
+    core: np.ndarray,
+    finish: np.ndarray,
+    rows: TransferRows,
+    cores: int,
+) -> np.ndarray:
+    """Per core, when every input of ``task`` can be there.
+
+    ``core`` and ``finish`` give the placement of the (already scheduled)
+    predecessors; each contributes its finish plus its transfer to each core.
+    """
+    ready = np.zeros(cores, dtype=np.int64)
+    edges = graph.predecessor_edges(task)
+    for pred, nbytes in zip(
+        graph.edge_src[edges].tolist(), graph.edge_bytes[edges].tolist(), strict=True
+    ):
+        np.maximum(ready, rows.row(int(core[pred]), nbytes) + finish[pred], out=ready)
+    return ready
+
+
+class CoreTimelines:
+    """Busy intervals of each core, sorted by time, for insertion-based placement.
+
+    Intervals on a core never overlap, so their finishes are sorted too and a
+    bisection finds the first interval that ends after a given time.
+    """
+
+    def __init__(self, cores: int) -> None:
+        self._starts: list[list[int]] = [[] for _ in range(cores)]
+        self._finishes: list[list[int]] = [[] for _ in range(cores)]
+        self._tasks: list[list[int]] = [[] for _ in range(cores)]
+        self.last_finish = np.zeros(cores, dtype=np.int64)
+        """Finish of the last interval on each core (0 when idle)."""
+        self.widest_gap = np.zeros(cores, dtype=np.int64)
+        """Per core, an upper bound on its longest idle gap before ``last_finish``:
+        gaps only appear when a task is appended after idle time, and insertion only
+        shrinks them, so the widest gap ever opened bounds the current ones."""
+
+    def append_starts(self, ready: np.ndarray) -> np.ndarray:
+        """Start on each core after everything already there: an upper bound on
+        `gap_start`, and equal to it on cores with ``last_finish <= ready``."""
+        return np.maximum(ready, self.last_finish)
+
+    def gap_start(self, core: int, ready: int, duration: int) -> int:
+        """Earliest start >= ``ready`` of an idle gap of ``duration`` on ``core``.
+
+        Scans the gaps between intervals that end after ``ready`` (Topcuoglu et
+        al. 2002, insertion-based policy); falls back to appending at the end.
+        """
+        starts = self._starts[core]
+        finishes = self._finishes[core]
+        begin = ready
+        for j in range(bisect_right(finishes, ready), len(starts)):
+            if begin + duration <= starts[j]:
+                return begin
+            begin = finishes[j]
+        return begin
+
+    def place(self, core: int, task: int, start: int, finish: int) -> None:
+        """Record ``task`` on ``core`` over ``[start, finish)``; it must fit a gap."""
+        index = bisect_right(self._finishes[core], start)
+        if index == len(self._starts[core]):
+            opened = start - int(self.last_finish[core])
+            self.widest_gap[core] = max(int(self.widest_gap[core]), opened)
+        self._starts[core].insert(index, start)
+        self._finishes[core].insert(index, finish)
+        self._tasks[core].insert(index, task)
+        self.last_finish[core] = self._finishes[core][-1]
+
+    def core_order(self) -> tuple[tuple[int, ...], ...]:
+        """Per core, its tasks in time order (the `Schedule.core_order`)."""
+        return tuple(tuple(tasks) for tasks in self._tasks)
+
+
+class ResidentWeights:
+    """Distinct resident weights per core and which cores can still take a task.
+
+    A weight already resident on a core is reused at no extra cost; a task fits a
+    core when the slots of its weights not yet there fit the free capacity.
+    When all weights together fit the smallest core, capacity can never bind and
+    every core is always eligible.
+    """
+
+    def __init__(self, graph: ComputeGraph, target: SchedulingTarget) -> None:
+        self._graph = graph
+        self.capacity = np.array([target.capacity(p) for p in range(target.cores)], np.int64)
+        self.used = np.zeros(target.cores, dtype=np.int64)
+        self.binding = int(graph.weight_size.sum()) > int(self.capacity.min())
+        self._resident = np.zeros((graph.num_weights, target.cores), dtype=bool)
+        self._all = np.ones(target.cores, dtype=bool)
+
+    def new_slots(self, task: int) -> np.ndarray:
+        """Per core, the slots ``task`` would add (its weights not yet resident there)."""
+        weights = np.unique(np.asarray(self._graph.task_weights[task], dtype=np.int64))
+        missing = ~self._resident[weights]
+        return self._graph.weight_size[weights] @ missing
+
+    def eligible(self, task: int) -> np.ndarray:
+        """Boolean mask of the cores with room for ``task``'s weights."""
+        if not self.binding:
+            return self._all
+        return self.used + self.new_slots(task) <= self.capacity
+
+    def add(self, task: int, core: int) -> None:
+        """Make ``task``'s weights resident on ``core``."""
+        if not self.binding:
+            return
+        self.used[core] += int(self.new_slots(task)[core])
+        self._resident[list(self._graph.task_weights[task]), core] = True

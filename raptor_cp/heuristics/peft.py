@@ -1,0 +1,484 @@
+"""PEFT: Predict Earliest Finish Time list scheduling with resident-weight reservations.
+
+PEFT (Arabnejad & Barbosa 2014) ranks tasks and picks cores with one table, the
+Optimistic Cost Table::
+
+    OCT(t, p) = max over successors s of
+                min over p' of ( OCT(s, p') + w(s, p') + c̄(t, s) · [p' != p] )
+
+(0 for exit tasks): the cost of the rest of the graph if ``t`` runs on ``p`` and
+every later task got its best core with no waiting. ``c̄`` is
+``target.mean_transfer_ns(bytes)``. Because ``c̄`` is one number per edge, the
+inner minimum is ``min(X_s[p], min(X_s) + c̄)`` with ``X_s = OCT(s, ·) + w(s, ·)``,
+so the table costs ``O(E · P)`` instead of the paper's ``O(E · P²)``; the
+identity is exact (``c̄ >= 0``), heterogeneous ``core_cost`` included.
+
+Order
+    The ready task (all predecessors placed) with the largest ``rank_oct``
+    goes next, smaller task id on ties (`list_order`). ``rank_oct`` is the mean
+    of the task's OCT row; we rank by the row *sum* (P times the mean), which
+    orders identically and stays an exact integer.
+Core
+    For each eligible core, ``O_EFT = EFT + OCT(t, p)``, where EFT uses the
+    insertion policy (earliest idle gap after the data arrive). Smallest
+    ``O_EFT`` wins; ties go to the smaller EFT, then the lower core id. Gap
+    searches run only on cores whose lower bound ``ready + w + OCT`` can still
+    reach the best ``O_EFT``, in increasing bound order.
+
+Resident-weight reservations (seeds: scheduling.md "Capacity and recovery",
+scheduling-implementation.md "Priorities, placement, and recovery limits"):
+
+* A task is eligible on a core only if its weights not yet resident there fit the
+  core's free capacity (`ResidentWeights`); placing it reserves them.
+* When the distinct weights need more than half the fleet's one-copy capacity
+  (``2 · sum(weight_size) > sum(capacity)``), placement prefers reuse: if some
+  eligible core already holds all of the task's weights, only those cores
+  compete on ``O_EFT``. Otherwise every eligible core competes on ``O_EFT``
+  (communication and load).
+* If a task fits no core, the reservations are rebuilt by the reuse-first
+  constructor (`pack_resident_weights`: forward best fit, one reverse
+  traversal, at most 16 single-choice replays sharing 65,536 candidate checks)
+  on the tasks in largest-weight-first order (slots descending, PEFT order on
+  ties). Each core then reserves the union of the weights the constructor put
+  there, and PEFT runs again with each task eligible on exactly the cores that
+  reserve all its weights. A successful first pass is never replaced. If the
+  constructor finds nothing, `NotFoundWithinBudgetError` reports the budget
+  spent: a bounded search failed, nothing is proved infeasible.
+
+Transfers: the target's transfer time is assumed to depend on the hop distance
+and the byte count only; `HopTransferRows` checks this once over all core pairs
+(``O(P²)``, like the seeds' cached PEFT centre distances) and then prices a row
+of ``P`` transfers with one table lookup per distinct byte count.
+
+Cost: ``O(E · P)`` for the table and for the data-ready times, ``O(T log T)`` for
+the order, plus the gap searches (which can remain quadratic in the tasks per
+core, as the seeds note). Memory: the ``T x P`` int64 table.
+
+References
+----------
+H. Arabnejad, J. G. Barbosa, "List scheduling algorithm for heterogeneous systems
+by an optimistic cost table", IEEE TPDS 25(3):682-694, 2014.
+H. Topcuoglu, S. Hariri, M.-Y. Wu, "Performance-effective and low-complexity task
+scheduling for heterogeneous computing", IEEE TPDS 13(3):260-274, 2002.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import ClassVar
+
+import numpy as np
+
+from raptor_cp.bounds import lower_bounds
+from raptor_cp.errors import NotFoundWithinBudgetError
+from raptor_cp.evaluate import evaluate
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.heuristics.list_common import (
+    CoreTimelines,
+    ResidentWeights,
+    TransferRows,
+    data_ready_ns,
+    list_order,
+)
+from raptor_cp.heuristics.resident_packing import (
+    MAX_REPLAYS,
+    REPLAY_CHECK_BUDGET,
+    pack_resident_weights,
+)
+from raptor_cp.problems import LatencyProblem, LatencySolution, Status
+from raptor_cp.schedule import Schedule
+from raptor_cp.targets.base import SchedulingTarget
+
+_NEVER = np.iinfo(np.int64).max // 4
+_PROBE_BYTES = (1, 4096, 1 << 20)
+
+
+class HopTransferRows(TransferRows):
+    """`TransferRows` priced from hop distances: one lookup per (byte count, hops).
+
+    The constructor computes every core pair's hop distance once and checks, for a
+    few probe sizes, that ``transfer_ns`` equals the value of one representative
+    pair at the same distance. If the target passes, a row for ``(src, nbytes)`` is
+    the per-distance cost vector of ``nbytes`` indexed by ``src``'s hop row;
+    otherwise the exact per-core rows of `TransferRows` are used.
+    """
+
+    hop_invariant: bool = False
+    """True when rows come from the hop-distance tables."""
+
+    def __init__(self, target: SchedulingTarget, cache_sizes: int = 65_536) -> None:
+        super().__init__(target)
+        cores = target.cores
+        hops = np.array(
+            [[target.hops(a, b) for b in range(cores)] for a in range(cores)], dtype=np.int64
+        )
+        flat = hops.ravel()
+        distances, first = np.unique(flat, return_index=True)
+        pairs = [divmod(int(i), cores) for i in first]
+        position = np.searchsorted(distances, hops)
+
+        def by_distance(nbytes: int) -> np.ndarray:
+            return np.array([target.transfer_ns(a, b, nbytes) for a, b in pairs], np.int64)
+
+        for nbytes in _PROBE_BYTES:
+            exact = np.array(
+                [target.transfer_ns(a, b, nbytes) for a in range(cores) for b in range(cores)],
+                dtype=np.int64,
+            )
+            if not np.array_equal(exact, by_distance(nbytes)[position].ravel()):
+                return
+        costs = lru_cache(maxsize=cache_sizes)(by_distance)
+
+        def row(src: int, nbytes: int) -> np.ndarray:
+            return costs(nbytes)[position[src]]
+
+        self.row = row
+        self.hop_invariant = True
+
+
+def _work(graph: ComputeGraph, cores: int) -> np.ndarray:
+    """``w(t, p)`` as a read-only ``(T, P)`` array (a broadcast view when homogeneous)."""
+    if graph.core_cost is not None:
+        return graph.core_cost
+    return np.broadcast_to(graph.cost[:, None], (graph.num_tasks, cores))
+
+
+def optimistic_cost_table(graph: ComputeGraph, target: SchedulingTarget) -> np.ndarray:
+    """PEFT's Optimistic Cost Table, ``(T, P)`` int64 (see the module docstring).
+
+    ``OCT(t, p) = max_s min(OCT(s, p) + w(s, p), min_p' (OCT(s, p') + w(s, p')) + c̄(t, s))``,
+    which equals the paper's definition because ``c̄ >= 0``. ``O(E · P)``.
+    """
+    cores = target.cores
+    work = _work(graph, cores)
+    unique, inverse = np.unique(graph.edge_bytes, return_inverse=True)
+    mean_comm = np.array([target.mean_transfer_ns(int(b)) for b in unique], np.int64)[inverse]
+    table = np.zeros((graph.num_tasks, cores), dtype=np.int64)
+    best_tail = np.zeros(graph.num_tasks, dtype=np.int64)
+    dst = graph.edge_dst
+    for task in graph.topological_order[::-1].tolist():
+        edges = graph.successor_edges(task)
+        if edges.size:
+            succ = dst[edges]
+            same_core = table[succ] + work[succ]
+            best_core = best_tail[succ] + mean_comm[edges]
+            table[task] = np.minimum(same_core, best_core[:, None]).max(axis=0)
+        best_tail[task] = (table[task] + work[task]).min()
+    return table
+
+
+class _TrackedReservations:
+    """Reservations grown task by task, with PEFT's reuse preference."""
+
+    def __init__(self, graph: ComputeGraph, target: SchedulingTarget) -> None:
+        self._graph = graph
+        self._weights = ResidentWeights(graph, target)
+        fleet = sum(target.capacity(p) for p in range(target.cores))
+        self.prefer_reuse = 2 * int(graph.weight_size.sum()) > fleet
+
+    def eligible(self, task: int) -> np.ndarray:
+        weights = self._weights
+        if not weights.binding:
+            return weights.eligible(task)
+        new = weights.new_slots(task)
+        fits = weights.used + new <= weights.capacity
+        if self.prefer_reuse and self._graph.task_weights[task]:
+            holders = fits & (new == 0)
+            if holders.any():
+                return holders
+        return fits
+
+    def add(self, task: int, core: int) -> None:
+        self._weights.add(task, core)
+
+
+class _FixedReservations:
+    """Reservations fixed by the constructor: a task may use any core holding all its weights."""
+
+    def __init__(self, graph: ComputeGraph, reserved: np.ndarray) -> None:
+        self._graph = graph
+        self._reserved = reserved
+        self._all = np.ones(reserved.shape[1], dtype=bool)
+
+    def eligible(self, task: int) -> np.ndarray:
+        weights = self._graph.task_weights[task]
+        return self._reserved[list(weights)].all(axis=0) if weights else self._all
+
+    def add(self, task: int, core: int) -> None:
+        """Nothing to do: the reservation already holds the task's weights."""
+
+
+class _IdleGaps:
+    """The idle gaps of every core, indexed for insertion queries.
+
+    A core's gaps are its maximal idle intervals before its last finish, in time
+    order (per-core int64 arrays). ``latest[p, k]`` bounds from above the latest
+    end of a gap of core ``p`` at least ``2**k`` long. A task of duration ``d > 0``
+    ready at ``r`` fits a gap exactly when some gap is ``>= d`` long and ends at or
+    after ``r + d``, so ``latest[p, level(d)] >= r + d`` is a vectorised necessary
+    test over all cores. Splitting a gap leaves ``latest`` stale-high (still an
+    upper bound); a search that finds nothing recomputes the core's row.
+    Zero-duration tasks fit between any two intervals and are left to
+    `CoreTimelines.gap_start`, which finds them in ``O(log n)``.
+    """
+
+    def __init__(self, cores: int) -> None:
+        self._start = [np.zeros(0, dtype=np.int64) for _ in range(cores)]
+        self._end = [np.zeros(0, dtype=np.int64) for _ in range(cores)]
+        self._threshold = np.left_shift(1, np.arange(63, dtype=np.int64))
+        self._rows = np.arange(cores)
+        self.latest = np.full((cores, self._threshold.shape[0]), -1, dtype=np.int64)
+
+    def _level(self, length: np.ndarray | int) -> np.ndarray:
+        return np.searchsorted(self._threshold, length, side="right") - 1
+
+    def may_fit(self, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
+        """Per core: False only if no gap can hold ``duration`` from ``ready`` on."""
+        level = np.maximum(self._level(duration), 0)
+        return (duration == 0) | (self.latest[self._rows, level] >= ready + duration)
+
+    def earliest(self, core: int, ready: int, duration: int) -> int | None:
+        """Earliest start ``>= ready`` of a gap that holds ``duration > 0``, or None."""
+        starts, ends = self._start[core], self._end[core]
+        first = int(np.searchsorted(ends, ready + duration))
+        if first < ends.shape[0]:
+            begin = int(starts[first])
+            if begin <= ready or int(ends[first]) - begin >= duration:
+                return max(begin, ready)
+            fits = ends[first + 1 :] - starts[first + 1 :] >= duration
+            hit = int(np.argmax(fits)) if fits.size else 0
+            if fits.size and fits[hit]:
+                return int(starts[first + 1 + hit])
+        level = self._level(ends - starts)
+        latest = np.full(self._threshold.shape[0], -1, dtype=np.int64)
+        np.maximum.at(latest, level, ends)
+        self.latest[core] = np.maximum.accumulate(latest[::-1])[::-1]
+        return None
+
+    def occupy(self, core: int, start: int, finish: int, last_finish: int) -> None:
+        """Record ``[start, finish)`` on ``core`` whose last finish was ``last_finish``."""
+        starts, ends = self._start[core], self._end[core]
+        if start >= last_finish:
+            if start > last_finish:
+                self._start[core] = np.append(starts, last_finish)
+                self._end[core] = np.append(ends, start)
+                level = int(self._level(start - last_finish))
+                self.latest[core, : level + 1] = start
+            return
+        j = int(np.searchsorted(ends, start, side="right"))
+        if j == ends.shape[0] or starts[j] > start:
+            return  # a zero-duration task between two adjacent intervals
+        pieces = [(a, b) for a, b in ((int(starts[j]), start), (finish, int(ends[j]))) if a < b]
+        new_starts = np.array([a for a, _ in pieces], dtype=np.int64)
+        new_ends = np.array([b for _, b in pieces], dtype=np.int64)
+        self._start[core] = np.concatenate((starts[:j], new_starts, starts[j + 1 :]))
+        self._end[core] = np.concatenate((ends[:j], new_ends, ends[j + 1 :]))
+
+
+@dataclass
+class _Counters:
+    candidate_checks: int = 0
+    gap_searches: int = 0
+    passes: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def _peft_pass(
+    problem: LatencyProblem,
+    order: list[int],
+    table: np.ndarray,
+    rows: TransferRows,
+    reservations: _TrackedReservations | _FixedReservations,
+    counters: _Counters,
+) -> Schedule | int:
+    """Place every task of ``order``; return the schedule, or the first task that fits no core."""
+    graph, target = problem.graph, problem.target
+    cores = target.cores
+    work = _work(graph, cores)
+    core = np.full(graph.num_tasks, -1, dtype=np.int64)
+    start = np.zeros(graph.num_tasks, dtype=np.int64)
+    finish = np.zeros(graph.num_tasks, dtype=np.int64)
+    timelines = CoreTimelines(cores)
+    gaps = _IdleGaps(cores)
+    counters.passes += 1
+    for task in order:
+        eligible = reservations.eligible(task)
+        if not eligible.any():
+            return task
+        counters.candidate_checks += int(np.count_nonzero(eligible))
+        duration = work[task]
+        optimistic = table[task]
+        ready = data_ready_ns(graph, task, core, finish, rows, cores)
+        begin = timelines.append_starts(ready)
+        total = np.where(eligible, begin + duration + optimistic, _NEVER)
+        # Appending is exact where the core is free by `ready`; elsewhere a gap may
+        # start earlier, which matters only if one can hold the task and its bound
+        # ``ready + w + OCT`` can still reach the best O_EFT.
+        bound = ready + duration + optimistic
+        gappy = eligible & (timelines.last_finish > ready) & (bound <= total.min())
+        gappy = np.flatnonzero(gappy & gaps.may_fit(ready, duration))
+        if gappy.size:
+            counters.gap_searches += _search_gaps(
+                timelines, gaps, gappy, ready, duration, optimistic, bound, begin, total
+            )
+        best = total.min()
+        tied = np.flatnonzero(total == best)
+        chosen = int(tied[np.argmin(begin[tied] + duration[tied])])
+        core[task] = chosen
+        start[task] = begin[chosen]
+        finish[task] = begin[chosen] + duration[chosen]
+        gaps.occupy(chosen, int(start[task]), int(finish[task]), int(timelines.last_finish[chosen]))
+        timelines.place(chosen, task, int(start[task]), int(finish[task]))
+        reservations.add(task, chosen)
+    counters.extra["estimated_makespan_ns"] = int(finish.max()) if graph.num_tasks else 0
+    return Schedule(timelines.core_order(), start, PeftScheduler.name)
+
+
+def _search_gaps(
+    timelines: CoreTimelines,
+    gaps: _IdleGaps,
+    cores: np.ndarray,
+    ready: np.ndarray,
+    duration: np.ndarray,
+    optimistic: np.ndarray,
+    bound: np.ndarray,
+    begin: np.ndarray,
+    total: np.ndarray,
+) -> int:
+    """Price insertion into idle gaps on ``cores``, updating ``begin`` and ``total`` in place.
+
+    Cores are visited by increasing ``bound``; the visit stops once the bound
+    exceeds the best ``total`` found so far. Returns the number of gap searches.
+    """
+    cores = cores[np.argsort(bound[cores], kind="stable")]
+    best = int(total.min())
+    searches = 0
+    for p, low, at, length, tail in zip(
+        cores.tolist(),
+        bound[cores].tolist(),
+        ready[cores].tolist(),
+        duration[cores].tolist(),
+        optimistic[cores].tolist(),
+        strict=True,
+    ):
+        if low > best:
+            break
+        searches += 1
+        found = gaps.earliest(p, at, length) if length else timelines.gap_start(p, at, 0)
+        if found is None:
+            continue
+        begin[p] = found
+        total[p] = found + length + tail
+        best = min(best, int(total[p]))
+    return searches
+
+
+def _constructor_reservations(
+    problem: LatencyProblem, order: list[int], failed: int, max_replays: int, budget: int
+) -> tuple[np.ndarray, dict[str, object]]:
+    """Reserved weights per core from the reuse-first constructor (``(W, P)`` bool)."""
+    graph, target = problem.graph, problem.target
+    slots = np.array(
+        [int(graph.weight_size[list(set(w))].sum()) for w in graph.task_weights], np.int64
+    )
+    by_slots = np.asarray(order, dtype=np.int64)
+    by_slots = by_slots[np.argsort(-slots[by_slots], kind="stable")]
+    capacities = [target.capacity(p) for p in range(target.cores)]
+    packing = pack_resident_weights(
+        by_slots.tolist(),
+        graph.task_weights,
+        graph.weight_size,
+        capacities,
+        max_replays=max_replays,
+        replay_check_budget=budget,
+    )
+    if packing.cores is None:
+        raise NotFoundWithinBudgetError(
+            f"peft: task {graph.names[failed]!r} fits no core of {target.name}; a "
+            f"resident-weight placement of {graph.name} was not found within budget "
+            f"({packing.constructions} constructions, {packing.candidate_checks} "
+            "candidate checks)"
+        )
+    reserved = np.zeros((graph.num_weights, target.cores), dtype=bool)
+    for task, p in zip(by_slots.tolist(), packing.cores, strict=True):
+        reserved[list(graph.task_weights[task]), p] = True
+    stats = {
+        "constructions": packing.constructions,
+        "constructor_checks": packing.candidate_checks,
+        "recovered_task": graph.names[failed],
+    }
+    return reserved, stats
+
+
+def peft_schedule(
+    problem: LatencyProblem,
+    max_replays: int = MAX_REPLAYS,
+    replay_check_budget: int = REPLAY_CHECK_BUDGET,
+) -> tuple[Schedule, dict[str, object]]:
+    """Run PEFT on ``problem``: the schedule (with PEFT's starts) and its counters.
+
+    Raises
+    ------
+    NotFoundWithinBudgetError
+        When a task fits no core and the reuse-first constructor finds no
+        placement within its budget.
+    """
+    graph, target = problem.graph, problem.target
+    table = optimistic_cost_table(graph, target)
+    order = list_order(graph, table.sum(axis=1)).tolist()
+    rows = HopTransferRows(target)
+    counters = _Counters()
+    tracked = _TrackedReservations(graph, target)
+    result = _peft_pass(problem, order, table, rows, tracked, counters)
+    counters.extra["prefer_reuse"] = tracked.prefer_reuse
+    counters.extra["recovery"] = isinstance(result, int)
+    if isinstance(result, int):
+        reserved, stats = _constructor_reservations(
+            problem, order, result, max_replays, replay_check_budget
+        )
+        counters.extra.update(stats)
+        result = _peft_pass(
+            problem, order, table, rows, _FixedReservations(graph, reserved), counters
+        )
+        assert isinstance(result, Schedule), "constructor reservations admit every task"
+    details: dict[str, object] = {
+        "candidate_checks": counters.candidate_checks,
+        "gap_searches": counters.gap_searches,
+        "passes": counters.passes,
+        "hop_invariant_transfers": rows.hop_invariant,
+        **counters.extra,
+    }
+    return result, details
+
+
+@dataclass(frozen=True)
+class PeftScheduler:
+    """PEFT latency scheduler with resident-weight reservations (module docstring).
+
+    Parameters
+    ----------
+    max_replays, replay_check_budget:
+        Limits of the reuse-first recovery (seeds: 16 replays, 65,536 checks).
+    """
+
+    name: ClassVar[str] = "peft"
+    max_replays: int = MAX_REPLAYS
+    replay_check_budget: int = REPLAY_CHECK_BUDGET
+
+    def solve(self, problem: LatencyProblem) -> LatencySolution:
+        """Schedule ``problem``; objective is `evaluate`'s makespan, bound the lower bounds'."""
+        began = time.perf_counter()
+        schedule, details = peft_schedule(problem, self.max_replays, self.replay_check_budget)
+        objective = evaluate(problem, schedule).makespan_ns
+        bound = lower_bounds(problem.graph, problem.target).makespan_ns
+        return LatencySolution(
+            schedule=schedule,
+            status=Status.FEASIBLE,
+            solver=self.name,
+            objective=objective,
+            bound=bound,
+            wall_s=time.perf_counter() - began,
+            details=details,
+        )

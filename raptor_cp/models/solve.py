@@ -1,0 +1,163 @@
+"""The one CP-SAT solve wrapper every model in `raptor_cp.models` goes through.
+
+It sets the search parameters from `SolveSettings`, runs the solver, and maps
+the backend status onto `raptor_cp.problems.Status` together with the objective,
+the proved bound and the gap, so that every CP-SAT model reports its evidence
+the same way.
+
+Determinism
+-----------
+With ``deterministic=True`` (the default) a run is a function of the model and
+the settings alone, not of the machine's load:
+
+* the budget is ``max_deterministic_time`` (CP-SAT's work counter, calibrated to
+  be roughly one second per unit) instead of a wall-clock limit, so the search
+  stops at the same point on every run;
+* ``random_seed`` is fixed;
+* with more than one worker, ``interleave_search`` is switched on: it makes the
+  workers run in synchronised batches, which the parameter documentation
+  describes as "deterministic (independently of num_workers!)". Without it
+  parallel CP-SAT is not reproducible whatever the time limit.
+
+The price is that a deterministic budget of ``time_limit_s`` units may take more
+or less wall time than ``time_limit_s`` seconds, and interleaved search is
+somewhat weaker than free-running workers. ``deterministic=False`` uses a
+wall-clock limit and free-running workers; results then depend on timing.
+Identity of results across CPUs, operating systems or OR-Tools versions is not
+promised by OR-Tools and is not claimed here.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from raptor_cp.errors import InvalidConfigError, RaptorError
+from raptor_cp.problems import Status
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
+
+@dataclass(frozen=True)
+class SolveSettings:
+    """Search budget and reproducibility settings of one CP-SAT run.
+
+    Parameters
+    ----------
+    time_limit_s:
+        Budget: deterministic-time units when ``deterministic`` is set, wall-clock
+        seconds otherwise.
+    workers:
+        Number of parallel search workers (``num_workers``).
+    seed:
+        ``random_seed`` of the search.
+    deterministic:
+        Make the run reproducible (see the module docstring for how).
+    """
+
+    time_limit_s: float = 10.0
+    workers: int = 8
+    seed: int = 0
+    deterministic: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.time_limit_s > 0:
+            raise InvalidConfigError(
+                f"CP-SAT time_limit_s must be positive, got {self.time_limit_s}"
+            )
+        if self.workers < 1:
+            raise InvalidConfigError(f"CP-SAT workers must be at least 1, got {self.workers}")
+        if self.seed < 0:
+            raise InvalidConfigError(f"CP-SAT seed must be non-negative, got {self.seed}")
+
+
+@dataclass(frozen=True)
+class CpSatRun:
+    """The outcome of one CP-SAT run, on the project's status scale.
+
+    ``objective`` and ``bound`` are integers because every raptor-cp objective is
+    (ns, slots, cores); they are None when the model has no objective or, for
+    ``objective``, when no solution was found. ``solver`` holds the finished
+    `CpSolver` so a model's ``extract`` can read variable values.
+    """
+
+    status: Status
+    objective: int | None
+    bound: int | None
+    wall_s: float
+    deterministic_time: float
+    backend_status: str
+    solver: cp_model.CpSolver
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap ``|objective - bound| / |objective|``, None when either is unknown."""
+        if self.objective is None or self.bound is None:
+            return None
+        if self.objective == 0:
+            return 0.0
+        return abs(self.objective - self.bound) / abs(self.objective)
+
+    @property
+    def has_solution(self) -> bool:
+        return self.status in (Status.OPTIMAL, Status.FEASIBLE)
+
+
+def run_cpsat(model: cp_model.CpModel, settings: SolveSettings) -> CpSatRun:
+    """Solve ``model`` under ``settings`` and map the result onto `Status`.
+
+    UNKNOWN (time limit without a solution) becomes NOT_FOUND, never INFEASIBLE:
+    only a proof is reported as infeasibility. Raises `RaptorError` when CP-SAT
+    rejects the model as invalid.
+    """
+    from ortools.sat.python import cp_model
+
+    problem = model.validate()
+    if problem:
+        raise RaptorError(f"invalid CP-SAT model: {problem.splitlines()[0]}")
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.num_workers = settings.workers
+    params.random_seed = settings.seed
+    if settings.deterministic:
+        params.max_deterministic_time = settings.time_limit_s
+        params.interleave_search = settings.workers > 1
+    else:
+        params.max_time_in_seconds = settings.time_limit_s
+    began = time.perf_counter()
+    code = solver.solve(model)
+    wall_s = time.perf_counter() - began
+    if code == cp_model.MODEL_INVALID:
+        raise RaptorError(f"invalid CP-SAT model: {solver.solution_info() or 'rejected by CP-SAT'}")
+    status = {
+        cp_model.OPTIMAL: Status.OPTIMAL,
+        cp_model.FEASIBLE: Status.FEASIBLE,
+        cp_model.INFEASIBLE: Status.INFEASIBLE,
+        cp_model.UNKNOWN: Status.NOT_FOUND,
+    }[code]
+    has_objective = model.has_objective()
+    objective = None
+    if has_objective and status in (Status.OPTIMAL, Status.FEASIBLE):
+        objective = round(solver.objective_value)
+    bound = None
+    if has_objective and status != Status.INFEASIBLE:
+        # The objective is integral, so rounding the float bound inwards keeps it proved.
+        raw = solver.best_objective_bound
+        if model.proto.objective.scaling_factor < 0:  # CP-SAT encodes maximise this way
+            bound = math.floor(raw + 1e-6)
+            bound = bound if objective is None else max(bound, objective)
+        else:
+            bound = math.ceil(raw - 1e-6)
+            bound = bound if objective is None else min(bound, objective)
+    return CpSatRun(
+        status=status,
+        objective=objective,
+        bound=bound,
+        wall_s=wall_s,
+        deterministic_time=solver.deterministic_time,
+        backend_status=solver.status_name(code),
+        solver=solver,
+    )

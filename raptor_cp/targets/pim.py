@@ -1,0 +1,353 @@
+"""`PimTarget`: a processing-in-memory chip priced exactly as pimsim-nn charges time.
+
+Every formula below is read from pimsim-nn's source (upstream wangxy-2000/pimsim-nn
+0399bc6, HEAPLab fork f7446df); the file each comes from is named where it is used.
+Where the simulator has a quirk we reproduce it and say so ("quirk:").
+
+Time. pimsim-nn is a SystemC model with the default 1 ps time resolution: every
+``sc_time(x, SC_NS)`` it builds is ``x`` rounded half up to a whole picosecond. We do
+the same arithmetic on exact integers (a configured period is the exact binary value
+of the JSON double, as a fraction), sum the picoseconds of one operation and round the
+sum *up* to whole nanoseconds. With whole-nanosecond periods, as in every shipped
+config, every cost is exact; otherwise it is at most 1 ns above the simulator's.
+
+Cost of a lone operation: no queueing at the single-port memories or the per-core
+network switches and no pipeline stalls; those contentions are the schedule's business.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.targets.base import FixedWork, MatrixWork, VectorWork, WeightTiling, Work
+from raptor_cp.targets.pim_config import MemoryConfig, PimConfig, load_pim_config
+
+_PS_PER_NS = 1000
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _round_half_up(num: int, den: int) -> int:
+    """``num / den`` to the nearest integer, halves up (SystemC's ``sc_time`` rounding)."""
+    return (2 * num + den) // (2 * den)
+
+
+def _mesh_latency(hops: int) -> int:
+    """pimsim-nn's mesh minimum, 2·hops + 2 ns per flit (COST_MODEL.md, network table)."""
+    return 2 * hops + 2
+
+
+@dataclass(frozen=True)
+class _MemoryTiming:
+    """``Memory::transport``: ``ceil(bytes / data_width) × cycles × period`` ns per request.
+
+    The picoseconds of one access (cycles × period × 1000) are kept as an exact fraction
+    ``*_num / *_den`` so that a request's time is rounded once, as the simulator does.
+    """
+
+    data_width: int
+    read_num: int
+    read_den: int
+    write_num: int
+    write_den: int
+
+    @classmethod
+    def of(cls, memory: MemoryConfig) -> _MemoryTiming:
+        period_ps = Fraction(memory.period) * _PS_PER_NS
+        read = memory.read_latency_cycle * period_ps
+        write = memory.write_latency_cycle * period_ps
+        return cls(
+            memory.data_width, read.numerator, read.denominator, write.numerator, write.denominator
+        )
+
+    def read_ps(self, nbytes: int) -> int:
+        accesses = -(-nbytes // self.data_width)
+        return _round_half_up(accesses * self.read_num, self.read_den)
+
+    def write_ps(self, nbytes: int) -> int:
+        accesses = -(-nbytes // self.data_width)
+        return _round_half_up(accesses * self.write_num, self.write_den)
+
+
+class PimTarget:
+    """A pimsim-nn chip behind the `SchedulingTarget` protocol.
+
+    Cores sit row-major on the ``layout`` grid. Network latency per flit comes from the
+    config's network table (a pair missing from the table costs 0, as in the simulator)
+    or, when the config names no table or the named file does not exist, from the mesh
+    model 2·hops + 2 ns per flit, with global memory one hop from every core (4 ns).
+    """
+
+    def __init__(self, config: PimConfig, name: str) -> None:
+        self._config = config
+        self._name = name
+        chip = config.chip
+        core = chip.core
+        self._cores = chip.core_cnt
+        self._layout = chip.network.layout
+        self._bus_width = chip.network.bus_width
+        self._local = _MemoryTiming.of(core.local_memory)
+        self._global = _MemoryTiming.of(chip.global_memory)
+        self._matrix_cache: dict[tuple[int, int], int] = {}
+        self._warnings: list[str] = []
+        self._network, self._latency, self._gm_latency = self._network_latencies()
+        n = self._cores
+        # Request flit src->dst plus "receiver ready" flit dst->src (TransferUnit send/recv).
+        self._handshake = [
+            [self._latency[s][d] + self._latency[d][s] for d in range(n)] for s in range(n)
+        ]
+        self._pair_latency_sum = sum(
+            self._latency[s][d] for s in range(n) for d in range(n) if s != d
+        )
+        self._gm_latency_sum = sum(self._gm_latency)
+
+    @classmethod
+    def from_file(cls, path: str | Path, name: str | None = None) -> PimTarget:
+        """Load a pimsim-nn config file; the target is named ``name`` or the path."""
+        config = load_pim_config(path)
+        return cls(config, str(path) if name is None else name)
+
+    def _network_latencies(self) -> tuple[str, list[list[int]], list[int]]:
+        """How the network is modelled, and its ns-per-flit tables core->core, core->memory."""
+        n = self._cores
+        table = self._config.network
+        gm = self._config.chip.global_memory_switch_id
+        if table is None:
+            named = self._config.network_file
+            if named is not None:
+                model = f"mesh 2*hops+2 ({named} not found next to config)"
+                self._warnings.append(
+                    f"{self._config.source}: network file {named} not found next to the "
+                    "config; using the mesh model 2*hops+2 ns per flit"
+                )
+            else:
+                model = "mesh 2*hops+2 (no net_config_file_path in config)"
+            latency = [[_mesh_latency(self.hops(s, d)) for d in range(n)] for s in range(n)]
+            return model, latency, [_mesh_latency(1)] * n
+        get = table.latency.get
+        latency = [[get((s, d), 0) for d in range(n)] for s in range(n)]
+        gm_latency = [get((s, gm), 0) for s in range(n)]
+        missing_pairs = sum(
+            (s, d) not in table.latency for s in range(n) for d in range(n) if s != d
+        )
+        if missing_pairs:
+            self._warnings.append(
+                f"{table.source}: {missing_pairs} of {n * (n - 1)} core pairs have no latency "
+                "entry; they cost 0 ns per flit, as in pimsim-nn"
+            )
+        missing_gm = sum((s, gm) not in table.latency for s in range(n))
+        if missing_gm:
+            self._warnings.append(
+                f"{table.source}: {missing_gm} of {n} cores have no latency entry to global "
+                f"memory node {gm}; they cost 0 ns per flit, as in pimsim-nn"
+            )
+        return f"table {table.source}", latency, gm_latency
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def cores(self) -> int:
+        return self._cores
+
+    @property
+    def config(self) -> PimConfig:
+        return self._config
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the user should know about how the config was read (CLI prints them)."""
+        return tuple(self._warnings)
+
+    def coordinates(self, core: int) -> tuple[int, int]:
+        if not 0 <= core < self._cores:
+            raise ValueError(f"core {core} outside 0..{self._cores - 1}")
+        cols = self._layout[1]
+        return (core // cols, core % cols)
+
+    def hops(self, src: int, dst: int) -> int:
+        (r1, c1), (r2, c2) = self.coordinates(src), self.coordinates(dst)
+        return abs(r1 - r2) + abs(c1 - c2)
+
+    def capacity(self, core: int) -> int:
+        return self._config.chip.core.matrix.xbar_array_count
+
+    def weight_columns_per_crossbar(self, bits: int) -> int:
+        """Weight columns one crossbar holds: ``bits`` wider than a cell take several cells."""
+        matrix = self._config.chip.core.matrix
+        cols = matrix.xbar_size[1]
+        if bits <= matrix.cell_precision:
+            return cols
+        return cols * matrix.cell_precision // bits
+
+    def weight_tiling(self, height: int, width: int, bits: int) -> WeightTiling:
+        """Row slices of crossbar height; columns split when one slice exceeds a core.
+
+        An array group spans ``ceil(width / columns_per_crossbar)`` crossbars; when that
+        exceeds one core's crossbars the columns are cut into blocks of at most
+        ``capacity × columns_per_crossbar`` (the last block narrower).
+        """
+        per_xbar = self.weight_columns_per_crossbar(bits) if bits >= 1 else 0
+        if height < 1 or width < 1 or per_xbar < 1:
+            raise InvalidInstanceError(
+                f"cannot tile a {height}x{width} weight matrix at {bits} bits onto "
+                f"{self._config.chip.core.matrix.xbar_size} crossbars"
+            )
+        xbar_rows = self._config.chip.core.matrix.xbar_size[0]
+        rows = tuple(min(xbar_rows, height - top) for top in range(0, height, xbar_rows))
+        block = self.capacity(0) * per_xbar
+        blocks = tuple(min(block, width - left) for left in range(0, width, block))
+        return WeightTiling(
+            row_slices=rows,
+            column_blocks=blocks,
+            crossbars_per_block=tuple(_ceil_div(b, per_xbar) for b in blocks),
+        )
+
+    def execution_ns(self, work: Work) -> int:
+        if isinstance(work, FixedWork):
+            return work.ns
+        if isinstance(work, MatrixWork):
+            return _ceil_div(work.mvms * self._mvm_ps(work.bits, work.crossbars), _PS_PER_NS)
+        if isinstance(work, VectorWork):
+            return _ceil_div(self._vector_ps(work), _PS_PER_NS)
+        raise TypeError(f"unknown work {work!r}")
+
+    def _mvm_ps(self, bits: int, crossbars: int) -> int:
+        """One ``mvmul`` on an array group of ``crossbars`` crossbars, ibiw = mbiw = obiw = bits.
+
+        ``ArrayGroup::th_processMVM`` + ``XbarArray::calcXbarArrayLatency``. The latency
+        uses the whole crossbar (xbar_size), not the used part of it.
+        """
+        key = (bits, crossbars)
+        cached = self._matrix_cache.get(key)
+        if cached is not None:
+            return cached
+        if bits < 1:
+            raise InvalidInstanceError(f"matrix work needs at least 1 bit, got {bits}")
+        m = self._config.chip.core.matrix
+        xbar_rows, xbar_cols = m.xbar_size
+        nbytes = _ceil_div(bits, 8)  # in_B = out_B = ceil(bits / 8)
+        # Quirk: XbarArray::divideWithCeiling truncates for positive operands.
+        input_times = bits // m.dac_resolution
+        dac_times = xbar_rows // m.dac_count
+        adc_times = xbar_cols // m.adc_count
+        xbar_read_cycle = math.ceil(Fraction(m.xbar_latency) / Fraction(m.period))
+        # input_buffer_latency_cycle is always 0: Config.hpp never reads it from JSON (quirk).
+        front = m.dac_latency_cycle + xbar_read_cycle + m.sample_hold_latency_cycle
+        back_step = max(
+            m.adc_latency_cycle, m.shift_adder_latency_cycle + m.output_buffer_latency_cycle
+        )
+        back = (
+            m.adc_latency_cycle
+            + m.shift_adder_latency_cycle
+            + m.output_buffer_latency_cycle
+            + (adc_times - 1) * back_step
+        )
+        steps = input_times * dac_times
+        if m.pipeline_mode:
+            cycles = front + back + (steps - 1) * max(front, back)
+        else:
+            cycles = (front + back) * steps
+        compute = Fraction(m.period) * cycles * _PS_PER_NS
+        compute_ps = _round_half_up(compute.numerator, compute.denominator)
+        # Quirk: the input read is multiplied by 8 ("for compare with mnsim").
+        read_ps = self._local.read_ps(xbar_rows * nbytes * 8)
+        # getWeightShape: int(cell_precision * cols / mbiw) weight columns per crossbar.
+        written = (m.cell_precision * xbar_cols // bits) * nbytes * crossbars
+        total = read_ps + compute_ps + self._local.write_ps(written)
+        self._matrix_cache[key] = total
+        return total
+
+    def _vector_ps(self, work: VectorWork) -> int:
+        """``VectorUnit::process``: operand reads, compute steps, write-back.
+
+        One- and two-operand ops exist in the ISA; ``operands`` = k > 2 is charged as the
+        k - 1 two-operand ops it takes. ``widening`` ops write ``len × out_B``
+        (``inst_use_output_byte``); with obiw = ibiw = ``bits`` that equals ``len × in_B``.
+        """
+        if work.operands < 1:
+            raise InvalidInstanceError(f"vector work needs at least 1 operand, got {work.operands}")
+        core = self._config.chip.core
+        nbytes = work.elements * _ceil_div(work.bits, 8)
+        reads = 1 if work.operands == 1 else 2
+        steps = _ceil_div(work.elements, core.vector_width)
+        # Quirk: compute latency is vector_latency_cycle × steps *nanoseconds*; the core
+        # period is not applied (getVectorComputeLatencyCyclePower feeds sc_time in SC_NS).
+        one_op = (
+            reads * self._local.read_ps(nbytes)
+            + steps * core.vector_latency_cycle * _PS_PER_NS
+            + self._local.write_ps(nbytes)
+        )
+        return max(1, work.operands - 1) * one_op
+
+    def _endpoint_ns(self, nbytes: int) -> int:
+        """Sender's local read plus receiver's local write of a message."""
+        return _ceil_div(self._local.read_ps(nbytes) + self._local.write_ps(nbytes), _PS_PER_NS)
+
+    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+        """send/recv (``TransferUnit``): 1-flit request, 1-flit ready, read, flits, write.
+
+        ``Network::transfer``: a message of b bytes costs ceil(b / bus_width) × L[src][dst].
+        Assumes the recv is posted; cores are not range-checked (hot path).
+        """
+        if src == dst:
+            return 0
+        flits = _ceil_div(nbytes, self._bus_width)
+        return (
+            self._handshake[src][dst] + flits * self._latency[src][dst] + self._endpoint_ns(nbytes)
+        )
+
+    def mean_transfer_ns(self, nbytes: int) -> int:
+        """Exact mean of `transfer_ns` over ordered pairs of distinct cores, halves up.
+
+        Summed over pairs, handshake plus data cost (flits + 2) × ΣL; the endpoint
+        memory term is the same for every pair. 0 on a single-core chip.
+        """
+        n = self._cores
+        if n == 1:
+            return 0
+        flits = _ceil_div(nbytes, self._bus_width)
+        network = _round_half_up((flits + 2) * self._pair_latency_sum, n * (n - 1))
+        return network + self._endpoint_ns(nbytes)
+
+    def global_read_ns(self, nbytes: int) -> int:
+        """``ld``: 1 flit to global memory, global read, local write.
+
+        Quirk: the data coming back is charged 0 flits (response_data_size = 0). The flit
+        latency is the mean over cores of L[core][global memory], halves up.
+        """
+        flit = _round_half_up(self._gm_latency_sum, self._cores)
+        memory = self._global.read_ps(nbytes) + self._local.write_ps(nbytes)
+        return flit + _ceil_div(memory, _PS_PER_NS)
+
+    def global_write_ns(self, nbytes: int) -> int:
+        """``st``: local read, ceil(bytes / bus_width) flits to global memory, global write."""
+        flits = _ceil_div(nbytes, self._bus_width)
+        network = _round_half_up(flits * self._gm_latency_sum, self._cores)
+        memory = self._local.read_ps(nbytes) + self._global.write_ps(nbytes)
+        return network + _ceil_div(memory, _PS_PER_NS)
+
+    def describe(self) -> dict[str, object]:
+        chip = self._config.chip
+        matrix = chip.core.matrix
+        return {
+            "kind": "pim",
+            "name": self._name,
+            "config": self._config.source,
+            "cores": self._cores,
+            "layout": list(self._layout),
+            "crossbars_per_core": matrix.xbar_array_count,
+            "crossbar": list(matrix.xbar_size),
+            "cell_precision": matrix.cell_precision,
+            "bus_width_bytes": self._bus_width,
+            "network": self._network,
+            "mvm_ns_8bit": self.execution_ns(MatrixWork(1, *matrix.xbar_size, 1, 8)),
+            "warnings": list(self._warnings),
+        }

@@ -1,0 +1,411 @@
+"""Lowering: a target-neutral `Workload` onto one target as a `ComputeGraph`.
+
+A task is (operation, lane, array group), following the reference PIM
+decomposition (ARCHITECTURE.md, "The PIM lowering", after PIMCOMP-NN):
+
+- a lane is a contiguous chunk of an operation's output rows (the lane axis of
+  `raptor_cp.workload.model`); an operation with ``rows`` rows gets
+  ``min(lanes, rows)`` lanes and lane ``i`` covers rows
+  ``[i*rows//L, (i+1)*rows//L)``;
+- a WEIGHTED operation's weight matrix is cut by `SchedulingTarget.weight_tiling`
+  into row slices and column blocks; each (row slice, column block) is an *array
+  group*, one resident weight shared by every lane of the operation. Each lane
+  has one matrix task per array group and, when there are several row slices, one
+  vector task per column block that sums the partial results;
+- a VECTOR operation is one task per lane, a TASK operation one task with its
+  named resident weights (one name, one weight);
+- INPUT operations have no task: their data comes from global memory and edges
+  from them are dropped. VIEW operations have no task either: a consumer of a
+  view depends on the view's sources (see `_Lowering.sources`).
+
+Edge bytes are exact projections (seeds, "Transfer accounting"): a consumer lane's
+rows are projected through its `RowWindow` onto the producer's rows, and every
+producer lane (and column block) overlapping them is charged separately, rounded
+up per fragment. One approximation: an array-group task receives only its row
+slice's share of the input, ``ceil(bytes * slice_height / weight_height)``,
+because the unrolled input vector is cut along the weight rows; the real share
+of a sliding window depends on which kernel positions the slice holds.
+
+Costs are priced once per distinct work description by the target. Capacity is
+not checked here: callers run `ComputeGraph.validate` with the target's
+capacities.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from raptor_cp.errors import InvalidInputError
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.targets.base import (
+    FixedWork,
+    MatrixWork,
+    SchedulingTarget,
+    VectorWork,
+    WeightTiling,
+    Work,
+)
+from raptor_cp.workload.model import Operation, OpKind, RowWindow, WindowKind, Workload
+
+TASK_BUDGET = 20_000
+"""Largest graph `default_lanes` aims for (see there)."""
+
+Fragment = tuple[int, int]
+"""(producer task, bytes) of one projected piece of an input."""
+
+
+def _ceil_div(numerator: int, denominator: int) -> int:
+    return -(-numerator // denominator)
+
+
+def _lane_bounds(rows: int, lanes: int) -> list[int]:
+    """Row boundaries of the ``min(lanes, rows)`` lanes of a ``rows``-row operation."""
+    count = min(lanes, rows)
+    return [i * rows // count for i in range(count + 1)]
+
+
+def _tiling(op: Operation, target: SchedulingTarget, where: str) -> WeightTiling:
+    """The target's array groups for a WEIGHTED operation, after checking its matrix."""
+    if op.weight_height < 1 or op.weight_width < 1 or op.mvm_per_row < 1:
+        raise InvalidInputError(
+            f"{where}: weighted operation {op.name!r} needs positive weight_height, "
+            f"weight_width and mvm_per_row, got {op.weight_height}, {op.weight_width}, "
+            f"{op.mvm_per_row}"
+        )
+    return target.weight_tiling(op.weight_height, op.weight_width, op.bits)
+
+
+def _tasks_per_lane(op: Operation, target: SchedulingTarget, where: str) -> int:
+    """Tasks one lane of a WEIGHTED or VECTOR operation lowers to."""
+    if op.kind is OpKind.VECTOR:
+        return 1
+    tiling = _tiling(op, target, where)
+    slices, blocks = len(tiling.row_slices), len(tiling.column_blocks)
+    return slices * blocks + (blocks if slices > 1 else 0)
+
+
+def default_lanes(workload: Workload, target: SchedulingTarget) -> int:
+    """The largest lane count whose graph has at most `TASK_BUDGET` tasks (at least 1).
+
+    Lanes trade graph size for parallelism: more lanes expose more independent
+    tasks to spread over cores, but every scheduler's time grows with the task
+    count, and lanes beyond an operation's rows add nothing. The task count of
+    ``L`` lanes is computed exactly from the target's tiling without lowering,
+    ``fixed + sum(min(L, rows_op) * tasks_per_lane_op)``, and the largest ``L`` up
+    to the tallest operation's rows that fits the budget is taken. Small models
+    therefore get one lane per row (full row parallelism) and large ones fewer,
+    coarser lanes; the graph stays within `TASK_BUDGET` tasks unless a single
+    lane already exceeds it (then ``1``). 20,000 tasks keep the Python heuristics (whose
+    work grows like tasks x cores) within seconds on 168-core targets.
+    """
+    where = workload.source or workload.name
+    fixed = 0
+    laned: list[tuple[int, int]] = []
+    for op in workload.operations:
+        if op.kind is OpKind.TASK:
+            fixed += 1
+        elif op.kind in (OpKind.VECTOR, OpKind.WEIGHTED):
+            laned.append((op.rows, _tasks_per_lane(op, target, where)))
+    if not laned:
+        return 1
+
+    def tasks(lanes: int) -> int:
+        return fixed + sum(min(lanes, rows) * per_lane for rows, per_lane in laned)
+
+    low, high = 1, max(rows for rows, _ in laned)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if tasks(middle) <= TASK_BUDGET:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def lower(workload: Workload, target: SchedulingTarget, lanes: int | None = None) -> ComputeGraph:
+    """Decompose ``workload`` into the tasks, edges and weights of ``target``.
+
+    Parameters
+    ----------
+    workload:
+        Operations in topological order.
+    target:
+        Prices every task (`SchedulingTarget.execution_ns`) and tiles weights.
+    lanes:
+        Maximum lanes per operation; `default_lanes` when omitted.
+
+    Returns
+    -------
+    ComputeGraph
+        Tasks in operation order, then lane, then array group (row slice, column
+        block) and reductions; edges sorted by (consumer, producer) with the bytes of
+        parallel edges summed; weights numbered in order of first use.
+    """
+    if lanes is None:
+        lanes = default_lanes(workload, target)
+    if lanes < 1:
+        raise InvalidInputError(
+            f"{workload.source or workload.name}: lanes must be >= 1, got {lanes}"
+        )
+    lowering = _Lowering(workload, target, lanes)
+    for op in workload.operations:
+        lowering.add(op)
+    return lowering.graph()
+
+
+@dataclass(frozen=True)
+class _Publisher:
+    """Which task publishes each (lane, column block) of an operation's output."""
+
+    bounds: list[int]
+    """Lane row boundaries (length lanes + 1)."""
+    tasks: list[list[int]]
+    """Publishing task per lane and column block."""
+    block_widths: tuple[int, ...]
+    row_bytes: int
+
+    def fragments(self, lo: int, hi: int) -> list[Fragment]:
+        """Each producer fragment overlapping rows ``[lo, hi)`` with its bytes.
+
+        With several column blocks, a block carries its share of the row's
+        columns, rounded up per fragment.
+        """
+        found: list[Fragment] = []
+        width = sum(self.block_widths)
+        lane = bisect.bisect_right(self.bounds, lo) - 1
+        while lane < len(self.tasks) and self.bounds[lane] < hi:
+            overlap = min(hi, self.bounds[lane + 1]) - max(lo, self.bounds[lane])
+            nbytes = overlap * self.row_bytes
+            if len(self.block_widths) == 1:
+                found.append((self.tasks[lane][0], nbytes))
+            else:
+                found.extend(
+                    (task, _ceil_div(nbytes * block, width))
+                    for task, block in zip(self.tasks[lane], self.block_widths, strict=True)
+                )
+            lane += 1
+        return found
+
+
+class _Lowering:
+    """Accumulates tasks, weights and edges while operations are added in order."""
+
+    def __init__(self, workload: Workload, target: SchedulingTarget, lanes: int) -> None:
+        self.workload = workload
+        self.target = target
+        self.lanes = lanes
+        self.where = workload.source or workload.name
+        self.ops = workload.by_name()
+        self.published: dict[str, _Publisher] = {}
+        self.names: list[str] = []
+        self.cost: list[int] = []
+        self.operation: list[int] = []
+        self.lane: list[int] = []
+        self.task_weights: list[tuple[int, ...]] = []
+        self.operation_names: list[str] = []
+        self.weight_ids: dict[str, int] = {}
+        self.weight_size: list[int] = []
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.nbytes: list[int] = []
+        self.prices: dict[Work, int] = {}
+        self.projected: dict[tuple[str, int, int], list[Fragment]] = {}
+        """Fragments behind rows [a, b) of an input, memoised: ALL windows repeat them."""
+
+    # -- building blocks -------------------------------------------------------
+
+    def task(self, name: str, work: Work, lane: int, weights: tuple[int, ...] = ()) -> int:
+        """Append a task priced by the target (memoised per work description)."""
+        price = self.prices.get(work)
+        if price is None:
+            price = self.prices[work] = self.target.execution_ns(work)
+        self.names.append(name)
+        self.cost.append(price)
+        self.operation.append(len(self.operation_names) - 1)
+        self.lane.append(lane)
+        self.task_weights.append(weights)
+        return len(self.names) - 1
+
+    def weight(self, op: Operation, name: str, size: int) -> int:
+        """Id of the resident weight ``name``, created on first use."""
+        known = self.weight_ids.get(name)
+        if known is None:
+            if size < 0:
+                raise InvalidInputError(
+                    f"{self.where}: operation {op.name!r}: weight {name!r} has negative size {size}"
+                )
+            self.weight_ids[name] = known = len(self.weight_size)
+            self.weight_size.append(size)
+        elif self.weight_size[known] != size:
+            raise InvalidInputError(
+                f"{self.where}: operation {op.name!r}: weight {name!r} has size {size} but "
+                f"size {self.weight_size[known]} elsewhere"
+            )
+        return known
+
+    def edges(self, fragments: Sequence[Fragment], consumer: int) -> None:
+        self.src.extend([producer for producer, _ in fragments])
+        self.nbytes.extend([nbytes for _, nbytes in fragments])
+        self.dst.extend([consumer] * len(fragments))
+
+    # -- dependencies ----------------------------------------------------------
+
+    def sources(self, name: str, lo: int, hi: int) -> list[tuple[_Publisher, int, int]]:
+        """Task-producing operations and row ranges behind rows ``[lo, hi)`` of ``name``.
+
+        Views are collapsed: a SAME-window view onto a source with as many rows keeps
+        the rows, any other view needs all rows of its source (conservative, as the
+        seeds keep complete producer dependencies for unproven projections).
+        INPUT operations publish nothing.
+        """
+        op = self.ops[name]
+        if op.kind is OpKind.VIEW:
+            found: list[tuple[_Publisher, int, int]] = []
+            for source, window in zip(op.inputs, op.windows, strict=True):
+                rows = self.ops[source].rows
+                if window.kind is WindowKind.SAME and rows == op.rows:
+                    found += self.sources(source, lo, hi)
+                else:
+                    found += self.sources(source, 0, rows)
+            return found
+        publisher = self.published.get(name)
+        return [] if publisher is None else [(publisher, lo, hi)]
+
+    def input_fragments(self, name: str, window: RowWindow, lo: int, hi: int) -> list[Fragment]:
+        """Producer fragments that consumer rows ``[lo, hi)`` read from input ``name``."""
+        first, last = window.input_rows(lo, hi, self.ops[name].rows)
+        if first >= last:
+            return []
+        found = self.projected.get((name, first, last))
+        if found is None:
+            found = []
+            for publisher, a, b in self.sources(name, first, last):
+                found += publisher.fragments(a, b)
+            self.projected[name, first, last] = found
+        return found
+
+    def fragments(self, op: Operation, lo: int, hi: int) -> list[Fragment]:
+        found: list[Fragment] = []
+        for name, window in zip(op.inputs, op.windows, strict=True):
+            found += self.input_fragments(name, window, lo, hi)
+        return found
+
+    # -- operations ------------------------------------------------------------
+
+    def add(self, op: Operation) -> None:
+        if op.kind in (OpKind.INPUT, OpKind.VIEW):
+            return
+        self.operation_names.append(op.name)
+        if op.kind is OpKind.WEIGHTED:
+            self.add_weighted(op)
+        elif op.kind is OpKind.VECTOR:
+            self.add_vector(op)
+        else:
+            self.add_task(op)
+
+    def add_weighted(self, op: Operation) -> None:
+        tiling = _tiling(op, self.target, self.where)
+        slices, blocks = tiling.row_slices, tiling.column_blocks
+        crossbars = tiling.crossbars_per_block
+        weights = [
+            [self.weight(op, f"{op.name}/ag{s}.{c}", crossbars[c]) for c in range(len(blocks))]
+            for s in range(len(slices))
+        ]
+        bounds = _lane_bounds(op.rows, self.lanes)
+        published: list[list[int]] = []
+        for lane in range(len(bounds) - 1):
+            lo, hi = bounds[lane], bounds[lane + 1]
+            mvms = (hi - lo) * op.mvm_per_row
+            incoming = self.fragments(op, lo, hi)
+            shares: dict[int, list[Fragment]] = {}  # slices of equal height read equal shares
+            groups: list[list[int]] = []
+            for s, height in enumerate(slices):
+                share = shares.get(height)
+                if share is None:
+                    share = shares[height] = [
+                        (src, _ceil_div(b * height, op.weight_height)) for src, b in incoming
+                    ]
+                row: list[int] = []
+                for c, width in enumerate(blocks):
+                    work = MatrixWork(mvms, height, width, crossbars[c], op.bits)
+                    row.append(
+                        self.task(f"{op.name}/l{lane}/ag{s}.{c}", work, lane, (weights[s][c],))
+                    )
+                    self.edges(share, row[-1])
+                groups.append(row)
+            if len(slices) == 1:
+                published.append(groups[0])
+                continue
+            sums: list[int] = []
+            for c, width in enumerate(blocks):
+                work = VectorWork((len(slices) - 1) * mvms * width, 2, op.bits)
+                sums.append(self.task(f"{op.name}/l{lane}/sum.{c}", work, lane))
+                partial = _ceil_div(mvms * width * op.bits, 8)
+                self.edges([(group[c], partial) for group in groups], sums[-1])
+            published.append(sums)
+        self.published[op.name] = _Publisher(bounds, published, blocks, op.row_bytes)
+
+    def add_vector(self, op: Operation) -> None:
+        bounds = _lane_bounds(op.rows, self.lanes)
+        published: list[list[int]] = []
+        for lane in range(len(bounds) - 1):
+            lo, hi = bounds[lane], bounds[lane + 1]
+            work = VectorWork((hi - lo) * op.vector_per_row, op.vector_operands, op.bits)
+            task = self.task(f"{op.name}/l{lane}", work, lane)
+            self.edges(self.fragments(op, lo, hi), task)
+            published.append([task])
+        self.published[op.name] = _Publisher(bounds, published, (1,), op.row_bytes)
+
+    def add_task(self, op: Operation) -> None:
+        """One task; ``input_bytes[k]`` is split over input ``k``'s producer fragments.
+
+        The split is proportional to the fragments' projected bytes, rounded up, so
+        a single producer task (every STG graph) receives exactly ``input_bytes[k]``.
+        """
+        if op.input_bytes and len(op.input_bytes) != len(op.inputs):
+            raise InvalidInputError(
+                f"{self.where}: operation {op.name!r}: {len(op.inputs)} inputs but "
+                f"{len(op.input_bytes)} input_bytes"
+            )
+        weights = tuple(dict.fromkeys(self.weight(op, name, size) for name, size in op.resident))
+        task = self.task(op.name, FixedWork(op.task_cost), 0, weights)
+        for k, (name, window) in enumerate(zip(op.inputs, op.windows, strict=True)):
+            incoming = self.input_fragments(name, window, 0, op.rows)
+            wanted = op.input_bytes[k] if op.input_bytes else 0
+            total = sum(b for _, b in incoming)
+            self.edges([(src, _ceil_div(wanted * b, total)) for src, b in incoming], task)
+        self.published[op.name] = _Publisher([0, op.rows], [[task]], (1,), op.row_bytes)
+
+    # -- result ----------------------------------------------------------------
+
+    def graph(self) -> ComputeGraph:
+        """The finished graph; parallel edges merged, edges sorted by (dst, src)."""
+        n = len(self.names)
+        src = np.asarray(self.src, dtype=np.int64)
+        dst = np.asarray(self.dst, dtype=np.int64)
+        nbytes = np.asarray(self.nbytes, dtype=np.int64)
+        if src.size:
+            key = dst * n + src
+            order = np.argsort(key, kind="stable")
+            key, nbytes = key[order], nbytes[order]
+            starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+            key, nbytes = key[starts], np.add.reduceat(nbytes, starts)
+            src, dst = key % n, key // n
+        return ComputeGraph(
+            names=tuple(self.names),
+            cost=np.asarray(self.cost, dtype=np.int64),
+            edge_src=src,
+            edge_dst=dst,
+            edge_bytes=nbytes,
+            task_weights=tuple(self.task_weights),
+            weight_size=np.asarray(self.weight_size, dtype=np.int64),
+            weight_names=tuple(self.weight_ids),
+            operation=np.asarray(self.operation, dtype=np.int64),
+            lane=np.asarray(self.lane, dtype=np.int64),
+            operation_names=tuple(self.operation_names),
+            name=self.workload.name,
+        )
