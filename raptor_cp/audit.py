@@ -141,7 +141,13 @@ def _run_heuristic(
     try:
         check(problem, solution.schedule)
     except ScheduleViolationError as error:
-        return None, None, f"invalid schedule: {error}", [f"heuristic schedule fails check: {error}"], wall_s
+        return (
+            None,
+            None,
+            f"invalid schedule: {error}",
+            [f"heuristic schedule fails check: {error}"],
+            wall_s,
+        )
     makespan = evaluate(problem, solution.schedule).makespan_ns
     notes = []
     if solution.objective is not None and solution.objective != makespan:
@@ -179,7 +185,9 @@ def audit_latency(
     if makespan is not None and status == Status.INFEASIBLE:
         disagreements.append("heuristic has a valid schedule but CP-SAT proved infeasibility")
     if makespan is not None and makespan < best_bound:
-        disagreements.append(f"heuristic makespan {makespan} ns is below the proved bound {best_bound} ns")
+        disagreements.append(
+            f"heuristic makespan {makespan} ns is below the proved bound {best_bound} ns"
+        )
     return AuditRecord(
         instance=name,
         mode="latency",
@@ -231,11 +239,7 @@ def render_markdown(records: list[AuditRecord]) -> str:
             if r.heuristic_makespan is not None
             else f"none ({r.heuristic_failure})"
         )
-        status = (
-            f"skipped ({r.cpsat_skipped})"
-            if r.cpsat_status is None
-            else r.cpsat_status.value
-        )
+        status = f"skipped ({r.cpsat_skipped})" if r.cpsat_status is None else r.cpsat_status.value
         verdict = "**DISAGREE**: " + "; ".join(r.disagreements) if r.disagrees else ""
         cells = [
             r.instance,

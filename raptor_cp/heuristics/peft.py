@@ -20,10 +20,13 @@ Order
     orders identically and stays an exact integer.
 Core
     For each eligible core, ``O_EFT = EFT + OCT(t, p)``, where EFT uses the
-    insertion policy (earliest idle gap after the data arrive). Smallest
-    ``O_EFT`` wins; ties go to the smaller EFT, then the lower core id. Gap
-    searches run only on cores whose lower bound ``ready + w + OCT`` can still
-    reach the best ``O_EFT``, in increasing bound order.
+    insertion policy (earliest idle gap after the data arrive, as in HEFT).
+    Smallest ``O_EFT`` wins; ties go to the smaller EFT, then the lower core id.
+    Appending after a core's last task is priced for all cores at once; a gap is
+    searched only on cores that an index of idle gaps (`_IdleGaps`) says could
+    hold the task, whose bound ``ready + w + OCT`` can still reach the best
+    ``O_EFT``, in increasing bound order, and only up to the latest start that
+    could still tie. The result is the same as scanning every gap.
 
 Resident-weight reservations (seeds: scheduling.md "Capacity and recovery",
 scheduling-implementation.md "Priorities, placement, and recovery limits"):
@@ -39,20 +42,22 @@ scheduling-implementation.md "Priorities, placement, and recovery limits"):
   constructor (`pack_resident_weights`: forward best fit, one reverse
   traversal, at most 16 single-choice replays sharing 65,536 candidate checks)
   on the tasks in largest-weight-first order (slots descending, PEFT order on
-  ties). Each core then reserves the union of the weights the constructor put
-  there, and PEFT runs again with each task eligible on exactly the cores that
+  ties; the seeds' "largest-weight-first and shared reuse-first best fit").
+  Each core then reserves the union of the weights the constructor put there,
+  and PEFT runs again with each task eligible on exactly the cores that
   reserve all its weights. A successful first pass is never replaced. If the
   constructor finds nothing, `NotFoundWithinBudgetError` reports the budget
   spent: a bounded search failed, nothing is proved infeasible.
 
-Transfers: the target's transfer time is assumed to depend on the hop distance
-and the byte count only; `HopTransferRows` checks this once over all core pairs
-(``O(P²)``, like the seeds' cached PEFT centre distances) and then prices a row
-of ``P`` transfers with one table lookup per distinct byte count.
+Transfers: when a target's transfer time depends only on hop distance and
+bytes (checked once over all core pairs, ``O(P²)`` like the seeds' cached PEFT
+centre distances), `HopTransferRows` prices a row of ``P`` transfers with one
+table lookup per distinct byte count; otherwise it asks the target per core.
 
-Cost: ``O(E · P)`` for the table and for the data-ready times, ``O(T log T)`` for
-the order, plus the gap searches (which can remain quadratic in the tasks per
-core, as the seeds note). Memory: the ``T x P`` int64 table.
+Cost: ``O(E · P)`` for the table and for the data-ready times, ``O(T log T)``
+for the order, plus the gap searches, which can remain superlinear (the seeds
+say so too): on 10^5-task layered graphs over 168 cores they dominate the run.
+Memory: the ``T x P`` int64 table.
 
 References
 ----------
@@ -65,6 +70,8 @@ scheduling for heterogeneous computing", IEEE TPDS 13(3):260-274, 2002.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left, bisect_right
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import ClassVar
@@ -92,17 +99,20 @@ from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import SchedulingTarget
 
 _NEVER = np.iinfo(np.int64).max // 4
-_PROBE_BYTES = (1, 4096, 1 << 20)
+_PROBE_BYTES = (1, 1 << 20)
+"""Byte counts at which `HopTransferRows` compares every core pair with its distance class."""
 
 
 class HopTransferRows(TransferRows):
     """`TransferRows` priced from hop distances: one lookup per (byte count, hops).
 
-    The constructor computes every core pair's hop distance once and checks, for a
-    few probe sizes, that ``transfer_ns`` equals the value of one representative
-    pair at the same distance. If the target passes, a row for ``(src, nbytes)`` is
-    the per-distance cost vector of ``nbytes`` indexed by ``src``'s hop row;
-    otherwise the exact per-core rows of `TransferRows` are used.
+    The constructor computes every core pair's hop distance once and checks, for
+    two probe sizes (1 byte and 1 MiB: latency- and bandwidth-dominated), that
+    ``transfer_ns`` equals the value of one representative pair at the same
+    distance; ``O(P²)`` target calls, once per solve. If the target passes, the
+    row for ``(src, nbytes)`` is the per-distance cost vector of ``nbytes``
+    (memoised per byte count) indexed by ``src``'s hop row; otherwise the exact
+    per-core rows of `TransferRows` are used.
     """
 
     hop_invariant: bool = False
@@ -114,8 +124,7 @@ class HopTransferRows(TransferRows):
         hops = np.array(
             [[target.hops(a, b) for b in range(cores)] for a in range(cores)], dtype=np.int64
         )
-        flat = hops.ravel()
-        distances, first = np.unique(flat, return_index=True)
+        distances, first = np.unique(hops, return_index=True)
         pairs = [divmod(int(i), cores) for i in first]
         position = np.searchsorted(distances, hops)
 
@@ -170,13 +179,25 @@ def optimistic_cost_table(graph: ComputeGraph, target: SchedulingTarget) -> np.n
 
 
 class _TrackedReservations:
-    """Reservations grown task by task, with PEFT's reuse preference."""
+    """Reservations grown task by task, with PEFT's reuse preference and headroom.
+
+    Headroom: a core may take a *replica* of a weight (a copy while another core
+    already holds it) only if, afterwards, the fleet's free slots cut into chunks
+    of the largest weight that is resident nowhere yet (``sum_p floor(free_p / m) * m``)
+    still cover one copy of every such weight. Without it the greedy replicates
+    early weights until late ones fit nowhere (or only in fragments) and recovery
+    has to concentrate the work. First copies and reuse are always allowed, so the
+    rule never empties a candidate set that capacity alone would leave non-empty.
+    """
 
     def __init__(self, graph: ComputeGraph, target: SchedulingTarget) -> None:
         self._graph = graph
         self._weights = ResidentWeights(graph, target)
         fleet = sum(target.capacity(p) for p in range(target.cores))
         self.prefer_reuse = 2 * int(graph.weight_size.sum()) > fleet
+        self._placed = np.zeros(graph.num_weights, dtype=bool)
+        self._unplaced_slots = int(graph.weight_size.sum())
+        self._unplaced_sizes = Counter(graph.weight_size.tolist())
 
     def eligible(self, task: int) -> np.ndarray:
         weights = self._weights
@@ -184,14 +205,31 @@ class _TrackedReservations:
             return weights.eligible(task)
         new = weights.new_slots(task)
         fits = weights.used + new <= weights.capacity
-        if self.prefer_reuse and self._graph.task_weights[task]:
+        task_weights = self._graph.task_weights[task]
+        if self.prefer_reuse and task_weights:
             holders = fits & (new == 0)
             if holders.any():
                 return holders
-        return fits
+        ids = np.unique(np.asarray(task_weights, dtype=np.int64))
+        fresh = self._graph.weight_size[ids[~self._placed[ids]]]
+        later = self._unplaced_sizes - Counter(fresh.tolist())
+        chunk = max(later, default=0)
+        if chunk == 0:
+            return fits
+        free = weights.capacity - weights.used
+        chunks = (free // chunk).sum() - free // chunk + np.maximum(free - new, 0) // chunk
+        roomy = fits & ((new == 0) | (chunks * chunk >= self._unplaced_slots - int(fresh.sum())))
+        return roomy if roomy.any() else fits
 
     def add(self, task: int, core: int) -> None:
+        if not self._weights.binding:
+            return
         self._weights.add(task, core)
+        ids = np.unique(np.asarray(self._graph.task_weights[task], dtype=np.int64))
+        fresh = ids[~self._placed[ids]]
+        self._unplaced_slots -= int(self._graph.weight_size[fresh].sum())
+        self._unplaced_sizes -= Counter(self._graph.weight_size[fresh].tolist())
+        self._placed[fresh] = True
 
 
 class _FixedReservations:
@@ -214,24 +252,29 @@ class _IdleGaps:
     """The idle gaps of every core, indexed for insertion queries.
 
     A core's gaps are its maximal idle intervals before its last finish, in time
-    order (per-core int64 arrays). ``latest[p, k]`` bounds from above the latest
-    end of a gap of core ``p`` at least ``2**k`` long. A task of duration ``d > 0``
-    ready at ``r`` fits a gap exactly when some gap is ``>= d`` long and ends at or
-    after ``r + d``, so ``latest[p, level(d)] >= r + d`` is a vectorised necessary
-    test over all cores. Splitting a gap leaves ``latest`` stale-high (still an
-    upper bound); a search that finds nothing recomputes the core's row.
+    order (per-core sorted lists of starts and ends). A task of duration ``d > 0``
+    ready at ``r`` fits a core exactly when one of its gaps is ``>= d`` long and
+    ends at or after ``r + d``. ``latest[p, k]`` bounds from above the latest end
+    of a gap of core ``p`` at least ``threshold[k]`` long (thresholds grow by
+    a factor ~1.09), which makes that test a vectorised necessary condition over all
+    cores. Filling a gap leaves ``latest`` stale-high (still an upper bound); a
+    search that scans a core to the end without a fit recomputes its row.
     Zero-duration tasks fit between any two intervals and are left to
     `CoreTimelines.gap_start`, which finds them in ``O(log n)``.
     """
 
     def __init__(self, cores: int) -> None:
-        self._start = [np.zeros(0, dtype=np.int64) for _ in range(cores)]
-        self._end = [np.zeros(0, dtype=np.int64) for _ in range(cores)]
-        self._threshold = np.left_shift(1, np.arange(63, dtype=np.int64))
+        self._start: list[list[int]] = [[] for _ in range(cores)]
+        self._end: list[list[int]] = [[] for _ in range(cores)]
+        threshold = [1]
+        while threshold[-1] < 1 << 61:
+            threshold.append(max(threshold[-1] + 1, threshold[-1] * 1091 // 1000))
+        self._threshold = np.asarray(threshold, dtype=np.int64)
         self._rows = np.arange(cores)
         self.latest = np.full((cores, self._threshold.shape[0]), -1, dtype=np.int64)
 
     def _level(self, length: np.ndarray | int) -> np.ndarray:
+        """Index of the largest threshold ``<= length`` (-1 for 0)."""
         return np.searchsorted(self._threshold, length, side="right") - 1
 
     def may_fit(self, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
@@ -239,22 +282,21 @@ class _IdleGaps:
         level = np.maximum(self._level(duration), 0)
         return (duration == 0) | (self.latest[self._rows, level] >= ready + duration)
 
-    def earliest(self, core: int, ready: int, duration: int) -> int | None:
-        """Earliest start ``>= ready`` of a gap that holds ``duration > 0``, or None."""
+    def earliest(self, core: int, ready: int, duration: int, latest_start: int) -> int | None:
+        """Earliest start in ``[ready, latest_start]`` of a gap that holds ``duration > 0``."""
         starts, ends = self._start[core], self._end[core]
-        first = int(np.searchsorted(ends, ready + duration))
-        if first < ends.shape[0]:
-            begin = int(starts[first])
-            if begin <= ready or int(ends[first]) - begin >= duration:
+        for i in range(bisect_left(ends, ready + duration), len(starts)):
+            begin = starts[i]
+            if begin > latest_start:
+                return None
+            if begin <= ready or ends[i] - begin >= duration:
                 return max(begin, ready)
-            fits = ends[first + 1 :] - starts[first + 1 :] >= duration
-            hit = int(np.argmax(fits)) if fits.size else 0
-            if fits.size and fits[hit]:
-                return int(starts[first + 1 + hit])
-        level = self._level(ends - starts)
-        latest = np.full(self._threshold.shape[0], -1, dtype=np.int64)
-        np.maximum.at(latest, level, ends)
-        self.latest[core] = np.maximum.accumulate(latest[::-1])[::-1]
+        # No gap of this core holds the task: tighten its stale `latest` row.
+        ends_array = np.asarray(ends, dtype=np.int64)
+        level = self._level(ends_array - np.asarray(starts, dtype=np.int64))
+        row = np.full(self._threshold.shape[0], -1, dtype=np.int64)
+        np.maximum.at(row, level, ends_array)
+        self.latest[core] = np.maximum.accumulate(row[::-1])[::-1]
         return None
 
     def occupy(self, core: int, start: int, finish: int, last_finish: int) -> None:
@@ -262,19 +304,16 @@ class _IdleGaps:
         starts, ends = self._start[core], self._end[core]
         if start >= last_finish:
             if start > last_finish:
-                self._start[core] = np.append(starts, last_finish)
-                self._end[core] = np.append(ends, start)
-                level = int(self._level(start - last_finish))
-                self.latest[core, : level + 1] = start
+                starts.append(last_finish)
+                ends.append(start)
+                self.latest[core, : int(self._level(start - last_finish)) + 1] = start
             return
-        j = int(np.searchsorted(ends, start, side="right"))
-        if j == ends.shape[0] or starts[j] > start:
+        j = bisect_right(ends, start)
+        if j == len(ends) or starts[j] > start:
             return  # a zero-duration task between two adjacent intervals
-        pieces = [(a, b) for a, b in ((int(starts[j]), start), (finish, int(ends[j]))) if a < b]
-        new_starts = np.array([a for a, _ in pieces], dtype=np.int64)
-        new_ends = np.array([b for _, b in pieces], dtype=np.int64)
-        self._start[core] = np.concatenate((starts[:j], new_starts, starts[j + 1 :]))
-        self._end[core] = np.concatenate((ends[:j], new_ends, ends[j + 1 :]))
+        pieces = [(a, b) for a, b in ((starts[j], start), (finish, ends[j])) if a < b]
+        starts[j : j + 1] = [a for a, _ in pieces]
+        ends[j : j + 1] = [b for _, b in pieces]
 
 
 @dataclass
@@ -366,7 +405,10 @@ def _search_gaps(
         if low > best:
             break
         searches += 1
-        found = gaps.earliest(p, at, length) if length else timelines.gap_start(p, at, 0)
+        if length:
+            found = gaps.earliest(p, at, length, best - length - tail)
+        else:
+            found = timelines.gap_start(p, at, 0)
         if found is None:
             continue
         begin[p] = found

@@ -54,7 +54,9 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from raptor_cp.bounds import lower_bounds
+from raptor_cp.check import check
 from raptor_cp.errors import NotFoundWithinBudgetError, RaptorError, ScheduleViolationError
+from raptor_cp.evaluate import evaluate
 from raptor_cp.models.solve import CpSatRun, SolveSettings, run_cpsat
 from raptor_cp.problems import LatencyProblem, LatencySolution, Status
 from raptor_cp.schedule import Schedule
@@ -279,7 +281,8 @@ class CpSatLatencyModel:
 
         trivial = lower_bounds(graph, target).makespan_ns
         makespan = model.new_int_var(min(trivial, horizon), horizon, "makespan")
-        model.add_max_equality(makespan, end)
+        if end:  # CP-SAT's max of nothing is infeasible; an empty graph has makespan 0
+            model.add_max_equality(makespan, end)
         model.minimize(makespan)
         return model, LatencyVars(problem, plan, start, end, on, resident, makespan, topo_rank)
 
@@ -295,7 +298,9 @@ class CpSatLatencyModel:
         """Precedences with the transfer formulation the plan chose."""
         graph = problem.graph
         cores = problem.target.cores
-        edges = zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_bytes.tolist())
+        edges = zip(
+            graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_bytes.tolist(), strict=True
+        )
         for e, (t, s, nbytes) in enumerate(edges):
             model.add(start[s] >= end[t])
             if plan.transfer == "uniform" and plan.delay_tables[nbytes][0, 1] > 0:
@@ -343,9 +348,6 @@ class CpSatLatencyModel:
         (or improve on it by left-shifting when the run was only FEASIBLE);
         anything else is a model bug and raises ``AssertionError``.
         """
-        from raptor_cp.check import check
-        from raptor_cp.evaluate import evaluate
-
         problem = variables.problem
         trivial = lower_bounds(problem.graph, problem.target).makespan_ns
         details: dict[str, object] = {
@@ -411,9 +413,6 @@ def _add_hint(model: cp_model.CpModel, variables: LatencyVars, hint: Schedule) -
     relabelled by first appearance in topological order when symmetry breaking
     is on, so the hint satisfies it.
     """
-    from raptor_cp.check import check
-    from raptor_cp.evaluate import evaluate
-
     problem = variables.problem
     try:
         check(problem, hint)
@@ -433,12 +432,11 @@ def _add_hint(model: cp_model.CpModel, variables: LatencyVars, hint: Schedule) -
             label[old] = new
     for t, old in enumerate(core):
         model.add_hint(variables.start[t], int(timing.start_ns[t]))
+        model.add_hint(variables.end[t], int(timing.finish_ns[t]))
         for p in range(cores):
             model.add_hint(variables.on[t][p], p == label[old])
-    for (w, p), literal in variables.resident.items():
-        used = any(
-            w in problem.graph.task_weights[t] and label[core[t]] == p for t in range(len(core))
-        )
-        model.add_hint(literal, used)
+    placed = {(w, label[p]) for t, p in enumerate(core) for w in problem.graph.task_weights[t]}
+    for key, literal in variables.resident.items():
+        model.add_hint(literal, key in placed)
     model.add_hint(variables.makespan, int(timing.makespan_ns))
     return hint.scheduler

@@ -110,7 +110,8 @@ def run_cpsat(model: cp_model.CpModel, settings: SolveSettings) -> CpSatRun:
     """Solve ``model`` under ``settings`` and map the result onto `Status`.
 
     UNKNOWN (time limit without a solution) becomes NOT_FOUND, never INFEASIBLE:
-    only a proof is reported as infeasibility. Raises `RaptorError` when CP-SAT
+    only a proof is reported as infeasibility. A model without objective that
+    has a solution is OPTIMAL, as CP-SAT reports it. Raises `RaptorError` when CP-SAT
     rejects the model as invalid.
     """
     from ortools.sat.python import cp_model
