@@ -108,20 +108,21 @@ def test_fake_heuristic_failure_is_flagged() -> None:
 
 
 def test_real_heft_capacity_failure_is_flagged() -> None:
-    # HEFT's greedy placements leave no core with room for t2's 3-slot weight, although
-    # CP-SAT (and PEFT, with its reservations) place every task.
+    # HEFT's greedy placements leave no 3-slot hole for t4's weight w1, although
+    # CP-SAT (and PEFT, with its constructor recovery) place every task. The unused
+    # 4-slot w0 keeps the headroom rule from steering HEFT away from the dead end.
     graph = ComputeGraph(
-        names=("t0", "t1", "t2", "t3"),
-        cost=[4, 4, 2, 2],
+        names=tuple(f"t{i}" for i in range(6)),
+        cost=[10] * 6,
         edge_src=[],
         edge_dst=[],
         edge_bytes=[],
-        task_weights=((0,), (1,), (2,), (0,)),
-        weight_size=[2, 2, 3],
-        weight_names=("w0", "w1", "w2"),
+        task_weights=((4,), (3,), (4,), (2,), (1,), (2,)),
+        weight_size=[4, 3, 3, 1, 1],
+        weight_names=("w0", "w1", "w2", "w3", "w4"),
         name="tight",
     )
-    problem = LatencyProblem(graph, SlotsTarget(2, slots=(4, 4)))
+    problem = LatencyProblem(graph, SlotsTarget(3, slots=(3, 3, 3)))
     record = audit_latency(problem, HeftScheduler(), CPSAT, "tight")
     assert record.cpsat_status == Status.OPTIMAL
     assert record.heuristic_failure is not None

@@ -26,6 +26,7 @@ from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.evaluate import evaluate
 from raptor_cp.heuristics.list_common import (
     CoreTimelines,
+    Reservations,
     ResidentWeights,
     TransferRows,
     data_ready_ns,
@@ -82,7 +83,7 @@ def heft_schedule(problem: LatencyProblem) -> Schedule:
     finish = np.zeros(graph.num_tasks, dtype=np.int64)
     rows = TransferRows(target)
     timelines = CoreTimelines(cores)
-    weights = ResidentWeights(graph, target)
+    weights = Reservations(graph, target)
     for task in list_order(graph, upward_rank(problem)).tolist():
         if graph.core_cost is not None:
             duration = graph.core_cost[task]
@@ -91,7 +92,7 @@ def heft_schedule(problem: LatencyProblem) -> Schedule:
         ready = data_ready_ns(graph, task, core, finish, rows, cores)
         eligible = weights.eligible(task)
         if not eligible.any():
-            _raise_no_room(problem, weights, task)
+            _raise_no_room(problem, weights.resident, task)
         eft = np.where(eligible, timelines.append_starts(ready) + duration, _NEVER)
         chosen = int(np.argmin(eft))
         # Appending is exact where the core is free by `ready` or has no gap wide

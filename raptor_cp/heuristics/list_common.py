@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
+from collections import Counter
 from functools import lru_cache
 
 import numpy as np
@@ -175,3 +176,61 @@ class ResidentWeights:
             return
         self.used[core] += int(self.new_slots(task)[core])
         self._resident[list(self._graph.task_weights[task]), core] = True
+
+
+class Reservations:
+    """Resident-weight reservations grown task by task (HEFT and PEFT share them).
+
+    Reuse preference (seeds, PEFT reservations): when the distinct weights need
+    more than half the fleet's one-copy capacity, a task goes to a core already
+    holding all its weights whenever one has room.
+
+    Headroom: a core may take a *replica* of a weight (a copy while another core
+    already holds it) only if, afterwards, the fleet's free slots cut into chunks
+    of the largest weight that is resident nowhere yet (``sum_p floor(free_p / m) * m``)
+    still cover one copy of every such weight. Without it the greedy replicates
+    early weights until late ones fit nowhere (or only in fragments) and recovery
+    has to concentrate the work. First copies and reuse are always allowed, so the
+    rule never empties a candidate set that capacity alone would leave non-empty.
+    """
+
+    def __init__(self, graph: ComputeGraph, target: SchedulingTarget) -> None:
+        self._graph = graph
+        self.resident = ResidentWeights(graph, target)
+        fleet = sum(target.capacity(p) for p in range(target.cores))
+        self.prefer_reuse = 2 * int(graph.weight_size.sum()) > fleet
+        self._placed = np.zeros(graph.num_weights, dtype=bool)
+        self._unplaced_slots = int(graph.weight_size.sum())
+        self._unplaced_sizes = Counter(graph.weight_size.tolist())
+
+    def eligible(self, task: int) -> np.ndarray:
+        weights = self.resident
+        if not weights.binding:
+            return weights.eligible(task)
+        new = weights.new_slots(task)
+        fits = weights.used + new <= weights.capacity
+        task_weights = self._graph.task_weights[task]
+        if self.prefer_reuse and task_weights:
+            holders = fits & (new == 0)
+            if holders.any():
+                return holders
+        ids = np.unique(np.asarray(task_weights, dtype=np.int64))
+        fresh = self._graph.weight_size[ids[~self._placed[ids]]]
+        later = self._unplaced_sizes - Counter(fresh.tolist())
+        chunk = max(later, default=0)
+        if chunk == 0:
+            return fits
+        free = weights.capacity - weights.used
+        chunks = (free // chunk).sum() - free // chunk + np.maximum(free - new, 0) // chunk
+        roomy = fits & ((new == 0) | (chunks * chunk >= self._unplaced_slots - int(fresh.sum())))
+        return roomy if roomy.any() else fits
+
+    def add(self, task: int, core: int) -> None:
+        if not self.resident.binding:
+            return
+        self.resident.add(task, core)
+        ids = np.unique(np.asarray(self._graph.task_weights[task], dtype=np.int64))
+        fresh = ids[~self._placed[ids]]
+        self._unplaced_slots -= int(self._graph.weight_size[fresh].sum())
+        self._unplaced_sizes -= Counter(self._graph.weight_size[fresh].tolist())
+        self._placed[fresh] = True

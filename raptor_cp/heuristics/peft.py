@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left, bisect_right
-from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import ClassVar
@@ -84,7 +83,7 @@ from raptor_cp.evaluate import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.list_common import (
     CoreTimelines,
-    ResidentWeights,
+    Reservations,
     TransferRows,
     data_ready_ns,
     list_order,
@@ -176,60 +175,6 @@ def optimistic_cost_table(graph: ComputeGraph, target: SchedulingTarget) -> np.n
             table[task] = np.minimum(same_core, best_core[:, None]).max(axis=0)
         best_tail[task] = (table[task] + work[task]).min()
     return table
-
-
-class _TrackedReservations:
-    """Reservations grown task by task, with PEFT's reuse preference and headroom.
-
-    Headroom: a core may take a *replica* of a weight (a copy while another core
-    already holds it) only if, afterwards, the fleet's free slots cut into chunks
-    of the largest weight that is resident nowhere yet (``sum_p floor(free_p / m) * m``)
-    still cover one copy of every such weight. Without it the greedy replicates
-    early weights until late ones fit nowhere (or only in fragments) and recovery
-    has to concentrate the work. First copies and reuse are always allowed, so the
-    rule never empties a candidate set that capacity alone would leave non-empty.
-    """
-
-    def __init__(self, graph: ComputeGraph, target: SchedulingTarget) -> None:
-        self._graph = graph
-        self._weights = ResidentWeights(graph, target)
-        fleet = sum(target.capacity(p) for p in range(target.cores))
-        self.prefer_reuse = 2 * int(graph.weight_size.sum()) > fleet
-        self._placed = np.zeros(graph.num_weights, dtype=bool)
-        self._unplaced_slots = int(graph.weight_size.sum())
-        self._unplaced_sizes = Counter(graph.weight_size.tolist())
-
-    def eligible(self, task: int) -> np.ndarray:
-        weights = self._weights
-        if not weights.binding:
-            return weights.eligible(task)
-        new = weights.new_slots(task)
-        fits = weights.used + new <= weights.capacity
-        task_weights = self._graph.task_weights[task]
-        if self.prefer_reuse and task_weights:
-            holders = fits & (new == 0)
-            if holders.any():
-                return holders
-        ids = np.unique(np.asarray(task_weights, dtype=np.int64))
-        fresh = self._graph.weight_size[ids[~self._placed[ids]]]
-        later = self._unplaced_sizes - Counter(fresh.tolist())
-        chunk = max(later, default=0)
-        if chunk == 0:
-            return fits
-        free = weights.capacity - weights.used
-        chunks = (free // chunk).sum() - free // chunk + np.maximum(free - new, 0) // chunk
-        roomy = fits & ((new == 0) | (chunks * chunk >= self._unplaced_slots - int(fresh.sum())))
-        return roomy if roomy.any() else fits
-
-    def add(self, task: int, core: int) -> None:
-        if not self._weights.binding:
-            return
-        self._weights.add(task, core)
-        ids = np.unique(np.asarray(self._graph.task_weights[task], dtype=np.int64))
-        fresh = ids[~self._placed[ids]]
-        self._unplaced_slots -= int(self._graph.weight_size[fresh].sum())
-        self._unplaced_sizes -= Counter(self._graph.weight_size[fresh].tolist())
-        self._placed[fresh] = True
 
 
 class _FixedReservations:
@@ -329,7 +274,7 @@ def _peft_pass(
     order: list[int],
     table: np.ndarray,
     rows: TransferRows,
-    reservations: _TrackedReservations | _FixedReservations,
+    reservations: Reservations | _FixedReservations,
     counters: _Counters,
 ) -> Schedule | int:
     """Place every task of ``order``; return the schedule, or the first task that fits no core."""
@@ -472,7 +417,7 @@ def peft_schedule(
     order = list_order(graph, table.sum(axis=1)).tolist()
     rows = HopTransferRows(target)
     counters = _Counters()
-    tracked = _TrackedReservations(graph, target)
+    tracked = Reservations(graph, target)
     result = _peft_pass(problem, order, table, rows, tracked, counters)
     counters.extra["prefer_reuse"] = tracked.prefer_reuse
     counters.extra["recovery"] = isinstance(result, int)
