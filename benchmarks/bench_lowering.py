@@ -36,10 +36,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     target = resolve_target(args.target)
-    print(f"# {' '.join(sys.argv)}  ({platform.processor() or platform.machine()}, "
-          f"Python {platform.python_version()})")
-    print("| model | ops | lanes | tasks | edges | weights | slots needed / available "
-          "| fits | lower (median s) |")
+    print(
+        f"# {' '.join(sys.argv)}  ({platform.processor() or platform.machine()}, "
+        f"Python {platform.python_version()})"
+    )
+    print(
+        "| model | ops | lanes | tasks | edges | weights | slots needed / available "
+        "| fits | lower (median s) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---|---:|")
     fitting = []
     for path in sorted(MODELS.glob("*.onnx")):
@@ -58,10 +62,12 @@ def main() -> None:
             print(f"<!-- {path.name}: {error} -->")
         if fits:
             fitting.append((graph.num_tasks, path.name, graph))
-        print(f"| {path.stem} | {len(workload.operations)} | {default_lanes(workload, target)} "
-              f"| {graph.num_tasks} | {graph.num_edges} | {graph.num_weights} "
-              f"| {bounds.weight_slots} / {bounds.capacity_slots} | {'yes' if fits else 'no'} "
-              f"| {statistics.median(times):.3f} |")
+        print(
+            f"| {path.stem} | {len(workload.operations)} | {default_lanes(workload, target)} "
+            f"| {graph.num_tasks} | {graph.num_edges} | {graph.num_weights} "
+            f"| {bounds.weight_slots} / {bounds.capacity_slots} | {'yes' if fits else 'no'} "
+            f"| {statistics.median(times):.3f} |"
+        )
     if not fitting:
         return
     tasks, name, graph = max(fitting, key=lambda item: (item[0], item[1]))
