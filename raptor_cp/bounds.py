@@ -49,7 +49,7 @@ def critical_path_ns(graph: ComputeGraph) -> int:
 def lower_bounds(graph: ComputeGraph, target: SchedulingTarget) -> LowerBounds:
     """Compute every bound of this module for ``graph`` on ``target``."""
     total = int(graph.min_cost().sum())
-    slots = int(graph.weight_size.sum())
+    slots = graph.distinct_weight_slots()
     capacities = [target.capacity(p) for p in range(target.cores)]
     largest = max(capacities)
     if largest >= UNLIMITED_CAPACITY:

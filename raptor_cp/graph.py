@@ -111,6 +111,13 @@ class ComputeGraph:
             return self.core_cost.min(axis=1)
         return self.cost
 
+    def distinct_weight_slots(self) -> int:
+        """Slots of one copy of every weight that some task uses."""
+        used = np.zeros(self.num_weights, dtype=bool)
+        for weights in self.task_weights:
+            used[list(weights)] = True
+        return int(self.weight_size[used].sum())
+
     # -- adjacency -------------------------------------------------------------
 
     @cached_property

@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
+from raptor_cp.errors import InvalidInstanceError, ProvedInfeasibleError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import SchedulingTarget
@@ -38,13 +39,19 @@ class LatencyProblem:
 
     def __post_init__(self) -> None:
         if self.graph.core_cost is not None and self.graph.core_cost.shape[1] != self.target.cores:
-            from raptor_cp.errors import InvalidInstanceError
-
             raise InvalidInstanceError(
                 f"{self.graph.name}: per-core costs for {self.graph.core_cost.shape[1]} cores "
                 f"but target {self.target.name} has {self.target.cores}"
             )
-        self.graph.validate([self.target.capacity(p) for p in range(self.target.cores)])
+        capacities = [self.target.capacity(p) for p in range(self.target.cores)]
+        self.graph.validate(capacities)
+        slots = self.graph.distinct_weight_slots()
+        if slots > sum(capacities):
+            raise ProvedInfeasibleError(
+                f"{self.graph.name}: one copy of every resident weight needs {slots} slots "
+                f"but {self.target.name} holds {sum(capacities)} in {self.target.cores} cores "
+                f"(at least {-(-slots // max(capacities))} cores of {max(capacities)} needed)"
+            )
 
 
 @dataclass(frozen=True)

@@ -207,9 +207,10 @@ def test_capacity_raises_the_optimum() -> None:
 
 
 def test_capacity_infeasible_instance_is_proved_infeasible() -> None:
-    # Three distinct 3-slot weights, two cores of 4 slots: every core holds one weight.
+    # Three distinct 3-slot weights, two cores of 5 slots: the 9 slots fit the fleet's
+    # 10, but every core holds only one weight.
     problem = LatencyProblem(
-        independent_tasks([1, 1, 1], [0, 1, 2], [3, 3, 3]), SlotsTarget(2, slots=(4, 4))
+        independent_tasks([1, 1, 1], [0, 1, 2], [3, 3, 3]), SlotsTarget(2, slots=(5, 5))
     )
     solution = CpSatLatencyModel(**FAST).solve(problem)
     assert (solution.status, solution.schedule, solution.objective) == (

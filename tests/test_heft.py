@@ -188,12 +188,13 @@ def test_no_core_with_room_is_not_found_within_budget() -> None:
         edge_dst=[],
         edge_bytes=[],
         task_weights=((0,), (1,), (2,)),
-        weight_size=[1, 1, 1],
+        weight_size=[2, 2, 2],
     )
-    problem = LatencyProblem(graph, SmallCoresTarget(2, slots=1))
+    # 6 slots fit the fleet's 6, but a 3-slot core holds only one 2-slot weight.
+    problem = LatencyProblem(graph, SmallCoresTarget(2, slots=3))
     with pytest.raises(
         NotFoundWithinBudgetError,
         match=r"^heft: no core has room for the resident weights of task 'c' \(core 0 would "
-        r"need 1 more slots, 0 free\); HEFT has no capacity recovery$",
+        r"need 2 more slots, 1 free\); HEFT has no capacity recovery$",
     ):
         HeftScheduler().solve(problem)

@@ -366,11 +366,12 @@ def test_greedy_failure_is_recovered_by_constructor_reservations() -> None:
 
 
 def test_exhausted_recovery_reports_the_budget_not_infeasibility() -> None:
-    # 21 one-slot weights on 20 one-slot cores: forward, reverse and 16 replays fail.
+    # 21 two-slot weights on 20 three-slot cores (42 of 60 slots, but one weight per
+    # core): forward, reverse and 16 replays fail.
     # Checks: 2 x 21 x 20 for forward and reverse, then 20 + sum_{k=2..16} (k+1) x 20
     # for the replays (see test_resident_packing.test_search_stops_after_sixteen_replays).
-    graph = weighted_graph([(t,) for t in range(21)], [1] * 21)
-    problem = LatencyProblem(graph, SlotTarget(20, 0, slots=1))
+    graph = weighted_graph([(t,) for t in range(21)], [2] * 21)
+    problem = LatencyProblem(graph, SlotTarget(20, 0, slots=3))
     with pytest.raises(
         NotFoundWithinBudgetError,
         match=r"^peft: task 't20' fits no core of generic:20; a resident-weight placement of "
@@ -380,7 +381,7 @@ def test_exhausted_recovery_reports_the_budget_not_infeasibility() -> None:
 
 
 def test_recovery_budget_is_a_setting() -> None:
-    graph = weighted_graph([(t,) for t in range(21)], [1] * 21)
-    problem = LatencyProblem(graph, SlotTarget(20, 0, slots=1))
+    graph = weighted_graph([(t,) for t in range(21)], [2] * 21)
+    problem = LatencyProblem(graph, SlotTarget(20, 0, slots=3))
     with pytest.raises(NotFoundWithinBudgetError, match=r"\(2 constructions, 860 candidate"):
         PeftScheduler(max_replays=1).solve(problem)
