@@ -235,20 +235,29 @@ def _prepare(
 ) -> tuple[Workload, SchedulingTarget, ComputeGraph, int]:
     """Load the workload, resolve the target and lower one onto the other."""
     from raptor_cp.workload.load import load_workload
-    from raptor_cp.workload.lowering import default_lanes, lower
 
     workload = load_workload(path, bits=bits)
     target = resolve_target(target_spec)
     progress.done("load", f"{workload.name}: {len(workload.operations)} operations")
     for warning in getattr(target, "warnings", ()):
         progress.say(f"warning: {warning}")
+    graph, lanes_used = _lower(workload, target, lanes, progress)
+    return workload, target, graph, lanes_used
+
+
+def _lower(
+    workload: Workload, target: SchedulingTarget, lanes: int | None, progress: _Progress
+) -> tuple[ComputeGraph, int]:
+    """Lower ``workload`` onto ``target`` with ``lanes`` (default: chosen for the pair)."""
+    from raptor_cp.workload.lowering import default_lanes, lower
+
     lanes_used = lanes if lanes is not None else default_lanes(workload, target)
     graph = lower(workload, target, lanes=lanes_used)
     progress.done(
         "lower",
         f"{graph.num_tasks} tasks, {graph.num_edges} edges, {lanes_used} lanes on {target.name}",
     )
-    return workload, target, graph, lanes_used
+    return graph, lanes_used
 
 
 def _compile(

@@ -170,6 +170,12 @@ class ResidentWeights:
             return self._all
         return self.used + self.new_slots(task) <= self.capacity
 
+    def reserve(self, reserved: np.ndarray) -> None:
+        """Make ``reserved[w, p]`` weights resident on their cores (at most once each)."""
+        added = reserved & ~self._resident
+        self.used += self._graph.weight_size @ added
+        self._resident |= added
+
     def add(self, task: int, core: int) -> None:
         """Make ``task``'s weights resident on ``core``."""
         if not self.binding:
@@ -224,6 +230,20 @@ class Reservations:
         chunks = (free // chunk).sum() - free // chunk + np.maximum(free - new, 0) // chunk
         roomy = fits & ((new == 0) | (chunks * chunk >= self._unplaced_slots - int(fresh.sum())))
         return roomy if roomy.any() else fits
+
+    def reserve(self, reserved: np.ndarray) -> None:
+        """Make weights resident up front: ``reserved[w, p]`` puts weight ``w`` on core ``p``.
+
+        Used after the reuse-first constructor: its placement is kept, and tasks may
+        still take replicas wherever free slots remain.
+        """
+        if not self.resident.binding:
+            return
+        self.resident.reserve(reserved)
+        fresh = reserved.any(axis=1) & ~self._placed
+        self._unplaced_slots -= int(self._graph.weight_size[fresh].sum())
+        self._unplaced_sizes -= Counter(self._graph.weight_size[fresh].tolist())
+        self._placed |= fresh
 
     def add(self, task: int, core: int) -> None:
         if not self.resident.binding:

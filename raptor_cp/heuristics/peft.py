@@ -44,8 +44,12 @@ scheduling-implementation.md "Priorities, placement, and recovery limits"):
   on the tasks in largest-weight-first order (slots descending, PEFT order on
   ties; the seeds' "largest-weight-first and shared reuse-first best fit").
   Each core then reserves the union of the weights the constructor put there,
-  and PEFT runs again with each task eligible on exactly the cores that
-  reserve all its weights. A successful first pass is never replaced. If the
+  and PEFT runs again: a task is eligible on every core that reserves all its
+  weights and, beyond the seeds, on any other core whose free slots still take
+  a replica (`Reservations.reserve`). Keeping only the reserved cores
+  concentrated the work: on PIMCOMP-NN's ResNet-18 (16-bit) on arch-a the
+  makespan was 250 ms on 60 cores, with replicas 14.1 ms on 168 cores.
+  A successful first pass is never replaced. If the
   constructor finds nothing, `NotFoundWithinBudgetError` reports the budget
   spent: a bounded search failed, nothing is proved infeasible.
 
@@ -177,22 +181,6 @@ def optimistic_cost_table(graph: ComputeGraph, target: SchedulingTarget) -> np.n
     return table
 
 
-class _FixedReservations:
-    """Reservations fixed by the constructor: a task may use any core holding all its weights."""
-
-    def __init__(self, graph: ComputeGraph, reserved: np.ndarray) -> None:
-        self._graph = graph
-        self._reserved = reserved
-        self._all = np.ones(reserved.shape[1], dtype=bool)
-
-    def eligible(self, task: int) -> np.ndarray:
-        weights = self._graph.task_weights[task]
-        return self._reserved[list(weights)].all(axis=0) if weights else self._all
-
-    def add(self, task: int, core: int) -> None:
-        """Nothing to do: the reservation already holds the task's weights."""
-
-
 class _IdleGaps:
     """The idle gaps of every core, indexed for insertion queries.
 
@@ -274,7 +262,7 @@ def _peft_pass(
     order: list[int],
     table: np.ndarray,
     rows: TransferRows,
-    reservations: Reservations | _FixedReservations,
+    reservations: Reservations,
     counters: _Counters,
 ) -> Schedule | int:
     """Place every task of ``order``; return the schedule, or the first task that fits no core."""
@@ -426,9 +414,9 @@ def peft_schedule(
             problem, order, result, max_replays, replay_check_budget
         )
         counters.extra.update(stats)
-        result = _peft_pass(
-            problem, order, table, rows, _FixedReservations(graph, reserved), counters
-        )
+        seeded = Reservations(graph, target)
+        seeded.reserve(reserved)
+        result = _peft_pass(problem, order, table, rows, seeded, counters)
         assert isinstance(result, Schedule), "constructor reservations admit every task"
     details: dict[str, object] = {
         "candidate_checks": counters.candidate_checks,
