@@ -210,6 +210,59 @@ def inspect_command(
         click.echo(line)
 
 
+@main.command("verify", short_help="Audit a heuristic against CP-SAT on small models.")
+@click.argument(
+    "models", metavar="MODEL...", nargs=-1, required=True, type=click.Path(path_type=Path)
+)
+@click.option(
+    "--mode", default="latency", show_default=True, help="What to audit (only latency for now)."
+)
+@_target_option
+@click.option(
+    "--scheduler",
+    type=click.Choice(sorted(set(LATENCY_SOLVERS) - {"cpsat"})),
+    default=DEFAULT_SCHEDULER,
+    show_default=True,
+    help="Heuristic to audit.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="CP-SAT budget per instance, in deterministic-time units (not wall seconds).",
+)
+@_lanes_option
+@_bits_option
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=8, show_default=True, help="CP-SAT workers."
+)
+@_json_option
+@click.option("--out", type=click.Path(path_type=Path), help="Also write the report to this file.")
+@click.pass_context
+def verify_command(
+    ctx: click.Context,
+    models: tuple[Path, ...],
+    mode: str,
+    target: str,
+    scheduler: str,
+    time_limit: float,
+    lanes: int | None,
+    bits: int | None,
+    workers: int,
+    as_json: bool,
+    out: Path | None,
+) -> None:
+    """Audit a heuristic against CP-SAT on each MODEL (files or directories).
+
+    Exit status 0 when every instance agrees, 1 when any disagrees, 2 on bad input.
+    """
+    from raptor_cp.cli_verify import VerifySettings, verify
+
+    settings = VerifySettings(target, scheduler, time_limit, workers, lanes, bits)
+    ctx.exit(verify(models, mode, settings, as_json, out))
+
+
 @contextmanager
 def _model_path(model: Path | None, example: bool) -> Iterator[Path]:
     """The model file to read: MODEL, or the bundled example with ``--example``."""

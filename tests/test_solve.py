@@ -142,3 +142,17 @@ def test_deterministic_mode_sets_its_parameters() -> None:
 def test_bad_settings_are_rejected(settings: dict[str, float], message: str) -> None:
     with pytest.raises(InvalidConfigError, match=message):
         SolveSettings(**settings)
+
+
+def test_deterministic_runs_carry_a_wall_clock_safeguard() -> None:
+    from ortools.sat.python import cp_model
+
+    from raptor_cp.models.solve import WALL_CAP_FACTOR, WALL_CAP_SLACK_S, SolveSettings, run_cpsat
+
+    model = cp_model.CpModel()
+    x = model.new_int_var(0, 10, "x")
+    model.minimize(x)
+    run = run_cpsat(model, SolveSettings(time_limit_s=1.0, workers=1))
+    assert (run.objective, run.wall_capped) == (0, False)
+    cap = WALL_CAP_FACTOR * 1.0 + WALL_CAP_SLACK_S
+    assert run.solver.parameters.max_time_in_seconds == cap
