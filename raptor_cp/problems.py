@@ -30,6 +30,15 @@ class Status(enum.Enum):
     """Proved that no solution exists (exact solvers only)."""
 
 
+def relative_gap(objective: int | None, bound: int | None) -> float | None:
+    """``|objective - bound| / |objective|`` (0 when the objective is 0), None when unknown."""
+    if objective is None or bound is None:
+        return None
+    if objective == 0:
+        return 0.0
+    return abs(objective - bound) / abs(objective)
+
+
 @dataclass(frozen=True)
 class LatencyProblem:
     """Schedule every task of ``graph`` on the cores of ``target`` to minimise makespan."""
@@ -70,12 +79,8 @@ class LatencySolution:
 
     @property
     def gap(self) -> float | None:
-        """Relative gap ``(objective - bound) / objective`` or None when unknown."""
-        if self.objective is None or self.bound is None:
-            return None
-        if self.objective == 0:
-            return 0.0
-        return (self.objective - self.bound) / self.objective
+        """Relative gap to the bound (see `relative_gap`)."""
+        return relative_gap(self.objective, self.bound)
 
 
 class LatencySolver(Protocol):

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from raptor_cp.errors import InvalidConfigError, RaptorError
-from raptor_cp.problems import Status
+from raptor_cp.problems import Status, relative_gap
 
 WALL_CAP_FACTOR = 10
 """Deterministic runs stop after this many times their budget in wall seconds..."""
@@ -105,12 +105,8 @@ class CpSatRun:
 
     @property
     def gap(self) -> float | None:
-        """Relative gap ``|objective - bound| / |objective|``, None when either is unknown."""
-        if self.objective is None or self.bound is None:
-            return None
-        if self.objective == 0:
-            return 0.0
-        return abs(self.objective - self.bound) / abs(self.objective)
+        """Relative gap to the bound (see `raptor_cp.problems.relative_gap`)."""
+        return relative_gap(self.objective, self.bound)
 
     @property
     def has_solution(self) -> bool:
