@@ -30,6 +30,7 @@ import os
 import pathlib
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -80,8 +81,16 @@ class UncappedTarget:
 
 
 def machine_info(packages: tuple[str, ...] = ("raptor-cp", "numpy")) -> str:
-    """One Markdown block: command, date, platform, CPUs, Python and package versions."""
+    """One Markdown block: command, date, platform, CPUs, Python, versions and git commit."""
     versions = ", ".join(f"{name} {version(name)}" for name in packages)
+    git = ["git", "-C", str(pathlib.Path(__file__).resolve().parent)]
+    commit, package = (
+        subprocess.run([*git, *args], capture_output=True, text=True, check=False).stdout.strip()
+        for args in (
+            ["describe", "--always"],
+            ["status", "--porcelain", "--untracked-files=no", "--", "../raptor_cp"],
+        )
+    )
     return "\n".join(
         [
             f"Command: `{' '.join([os.path.basename(sys.executable), *sys.argv])}`",
@@ -90,6 +99,8 @@ def machine_info(packages: tuple[str, ...] = ("raptor-cp", "numpy")) -> str:
             f"- platform: {platform.platform()} ({platform.machine()})",
             f"- CPUs: {os.cpu_count()} ({platform.processor() or 'unknown processor'})",
             f"- Python {platform.python_version()}; {versions}",
+            f"- raptor-cp commit: {commit or 'unknown'} "
+            f"(raptor_cp/ {'has uncommitted changes' if package else 'as committed'})",
         ]
     )
 
@@ -220,6 +231,8 @@ def synthetic_rows(sizes: list[int], repeat: int) -> tuple[list[str], list[str]]
                 f"| {seconds:.3f} | {1e6 * seconds / tasks:.1f} | {makespan} |"
             )
             print(rows[-1], flush=True)
+        if len(sizes) < 2:
+            continue
         slope = np.polyfit(np.log10(sizes), np.log10(seconds_by_size), 1)[0]
         steps = ", ".join(
             f"{np.log10(b / a) / np.log10(m / n):.2f}"

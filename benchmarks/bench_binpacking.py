@@ -1,0 +1,330 @@
+"""Stage packing against known optima: plain bin packing, then shared weights of a real model.
+
+Usage::
+
+    python benchmarks/bench_binpacking.py heuristic
+    python benchmarks/bench_binpacking.py cpsat [--time-limit 10] [--workers 2] [--every 1]
+    python benchmarks/bench_binpacking.py shared [--time-limit 10] [--workers 2]
+    python benchmarks/bench_binpacking.py summary
+
+Plain bin packing (``benchmarks/data/bpp``, see its README): Falkenauer u120 and
+u250 (40 instances, OR-Library files) and Scholl bin1data/bin2data (1200 ``.BPP``
+files), with the BPPLIB optimal bin counts (lower bound = upper bound for all).
+An instance becomes a `PackingProblem` with one task per item, each with its own
+weight of the item's size, zero loads, ``capacity`` = bin capacity and
+``cores`` = item count; the fewest cores used is the bin count.
+
+* ``heuristic``: `fewest_cores` (best fit decreasing with the shared constructor's
+  recovery) on every instance.
+* ``cpsat``: `CpSatBinPackingModel` hinted with `fewest_cores`, wall-clock limit
+  (``SolveSettings(deterministic=False)``), so results depend on the machine's
+  load; ``--every N`` keeps every N-th Scholl instance in file order (all
+  Falkenauer instances are always run).
+* ``shared``: stage problems cut from ``tests/data/models/resnet18.onnx`` lowered
+  on ``arch-a`` with 4 lanes: the tasks of 1 or 3 consecutive operations starting
+  at a weighted operation, loads = task costs (ns), weights = array groups (shared
+  by the lanes), capacity 96 slots (arch-a's crossbars per core), edges between
+  the chosen tasks priced ``target.transfer_ns(0, 1, bytes)`` (neighbouring cores)
+  or dropped. `pack_stage` vs `CpSatPackingModel` (hinted with it) on
+  ``cores_needed`` and twice as many cores, and `fewest_cores` vs
+  `CpSatBinPackingModel`.
+
+Each mode appends one CSV row per instance to ``benchmarks/results/binpacking_<mode>.csv``
+as it goes (a rerun starts the file afresh); ``summary`` writes
+``benchmarks/results/binpacking_summary.md`` from the CSVs present. Heuristic
+times are ``time.perf_counter`` around the solve call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import pathlib
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from raptor_cp.heuristics.stage_packing import (
+    check_core_count,
+    cores_needed,
+    fewest_cores,
+    pack_stage,
+)
+from raptor_cp.pipeline_problems import PackingProblem, check_packing
+
+ROOT = pathlib.Path(__file__).resolve().parent
+DATA = ROOT / "data" / "bpp"
+RESULTS = ROOT / "results"
+MODEL = ROOT.parent / "tests" / "data" / "models" / "resnet18.onnx"
+SHARED_WINDOWS = (0, 3, 8, 13, 15, 19, 24, 26, 30, 35, 37, 41, 43, 47)
+"""First operations of the shared-weight windows (weighted ops of resnet18)."""
+
+
+def bin_packing_instances() -> Iterator[tuple[str, str, list[int], int, int]]:
+    """``(set, name, sizes, capacity, optimal bins)`` of every plain instance, in file order."""
+    optimum: dict[str, int] = {}
+    for sub in ("falkenauer", "scholl"):
+        with open(DATA / sub / "optimal_bins.csv") as handle:
+            for row in csv.DictReader(handle):
+                optimum[row["instance"]] = int(row["bpplib_ub"])
+    for path in ("binpack1.txt", "binpack2.txt"):
+        tokens = (DATA / "falkenauer" / path).read_text().split()
+        count, pos = int(tokens[0]), 1
+        for _ in range(count):
+            ident, capacity, n = tokens[pos], int(tokens[pos + 1]), int(tokens[pos + 2])
+            sizes = [int(x) for x in tokens[pos + 4 : pos + 4 + n]]
+            pos += 4 + n
+            yield f"falkenauer_{ident[:4]}", ident, sizes, capacity, optimum[f"Falkenauer_{ident}"]
+    for folder in ("bin1data", "bin2data"):
+        for path in sorted((DATA / "scholl" / folder).glob("*.BPP")):
+            values = [int(x) for x in path.read_text().split()]
+            n, capacity = values[0], values[1]
+            yield f"scholl_{folder}", path.stem, values[2 : 2 + n], capacity, optimum[path.stem]
+
+
+def plain_problem(name: str, sizes: list[int], capacity: int) -> PackingProblem:
+    n = len(sizes)
+    return PackingProblem(
+        (0,) * n, tuple((i,) for i in range(n)), tuple(sizes), n, capacity, name=name
+    )
+
+
+class Rows:
+    """Appends CSV rows to ``binpacking_<mode>.csv``, flushing each one."""
+
+    def __init__(self, mode: str, fields: list[str]) -> None:
+        self.path = RESULTS / f"binpacking_{mode}.csv"
+        self.handle = open(self.path, "w", newline="")  # noqa: SIM115 - closed in close()
+        self.writer = csv.DictWriter(self.handle, fieldnames=fields)
+        self.writer.writeheader()
+
+    def add(self, row: dict[str, object]) -> None:
+        self.writer.writerow(row)
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def run_heuristic() -> None:
+    rows = Rows("heuristic", ["set", "instance", "n", "optimal", "bound", "bins", "wall_s"])
+    for group, name, sizes, capacity, optimal in bin_packing_instances():
+        problem = plain_problem(name, sizes, capacity)
+        began = time.perf_counter()
+        solution = fewest_cores(problem)
+        wall = time.perf_counter() - began
+        check_core_count(problem, solution)
+        rows.add(
+            {
+                "set": group, "instance": name, "n": len(sizes), "optimal": optimal,
+                "bound": solution.bound, "bins": solution.objective, "wall_s": f"{wall:.4f}",
+            }
+        )  # fmt: skip
+    rows.close()
+
+
+def run_cpsat(time_limit: float, workers: int, every: int) -> None:
+    from raptor_cp.models.packing import CpSatBinPackingModel
+
+    model = CpSatBinPackingModel(time_limit, workers, deterministic=False)
+    fields = ["set", "instance", "n", "optimal", "hint_bins", "bins", "bound", "status", "wall_s"]
+    rows = Rows("cpsat", fields)
+    scholl = 0
+    for group, name, sizes, capacity, optimal in bin_packing_instances():
+        if group.startswith("scholl"):
+            scholl += 1
+            if (scholl - 1) % every:
+                continue
+        problem = plain_problem(name, sizes, capacity)
+        hint = fewest_cores(problem)
+        solution = model.solve(problem, hint)
+        check_core_count(problem, solution)
+        rows.add(
+            {
+                "set": group, "instance": name, "n": len(sizes), "optimal": optimal,
+                "hint_bins": hint.objective, "bins": solution.objective,
+                "bound": solution.bound, "status": solution.status.value,
+                "wall_s": f"{solution.wall_s:.3f}",
+            }
+        )  # fmt: skip
+    rows.close()
+
+
+def shared_problems() -> Iterator[tuple[str, PackingProblem]]:
+    """Stage problems of resnet18 on arch-a (see the module docstring)."""
+    from raptor_cp.targets.registry import resolve_target
+    from raptor_cp.workload.load import load_workload
+    from raptor_cp.workload.lowering import lower
+
+    target = resolve_target("arch-a")
+    graph = lower(load_workload(MODEL), target, lanes=4)
+    for first in SHARED_WINDOWS:
+        for width in (1, 3):
+            ops = list(range(first, min(first + width, len(graph.operation_names))))
+            tasks = np.flatnonzero(np.isin(graph.operation, ops))
+            index = {int(t): i for i, t in enumerate(tasks)}
+            edges = tuple(
+                (index[a], index[b], target.transfer_ns(0, 1, nbytes))
+                for a, b, nbytes in zip(
+                    graph.edge_src.tolist(), graph.edge_dst.tolist(),
+                    graph.edge_bytes.tolist(), strict=True,
+                )
+                if a in index and b in index
+            )  # fmt: skip
+            for with_edges in (False, True):
+                name = f"resnet18:ops{ops[0]}-{ops[-1]}{':edges' if with_edges else ''}"
+                yield (
+                    name,
+                    PackingProblem(
+                        tuple(int(graph.cost[t]) for t in tasks),
+                        tuple(graph.task_weights[t] for t in tasks),
+                        tuple(int(s) for s in graph.weight_size),
+                        cores=len(tasks),
+                        capacity=target.capacity(0),
+                        edges=edges if with_edges else (),
+                        name=name,
+                    ),
+                )
+
+
+def run_shared(time_limit: float, workers: int) -> None:
+    import dataclasses
+
+    from raptor_cp.errors import RaptorError
+    from raptor_cp.models.packing import CpSatBinPackingModel, CpSatPackingModel
+
+    packing = CpSatPackingModel(time_limit, workers, deterministic=False)
+    binpacking = CpSatBinPackingModel(time_limit, workers, deterministic=False)
+    fields = [
+        "instance", "tasks", "edges", "weights", "cores", "bound", "heuristic", "heuristic_s",
+        "cpsat", "cpsat_bound", "cpsat_status", "cpsat_s",
+    ]  # fmt: skip
+    rows = Rows("shared", fields)
+    for name, unlimited in shared_problems():
+        weights = len({w for ws in unlimited.task_weights for w in ws})
+        fewest = fewest_cores(unlimited)
+        exact = binpacking.solve(unlimited, fewest)
+        check_core_count(unlimited, exact)
+        if not unlimited.edges:
+            rows.add(
+                {
+                    "instance": name, "tasks": unlimited.num_tasks, "edges": 0,
+                    "weights": weights, "cores": "fewest", "bound": fewest.bound,
+                    "heuristic": fewest.objective, "heuristic_s": f"{fewest.wall_s:.3f}",
+                    "cpsat": exact.objective, "cpsat_bound": exact.bound,
+                    "cpsat_status": exact.status.value, "cpsat_s": f"{exact.wall_s:.3f}",
+                }
+            )  # fmt: skip
+        needed = cores_needed(unlimited)
+        for cores in (needed, 2 * needed):
+            problem = dataclasses.replace(unlimited, cores=cores)
+            heuristic = pack_stage(problem)
+            check_packing(problem, heuristic)
+            row: dict[str, object] = {
+                "instance": name, "tasks": problem.num_tasks, "edges": len(problem.edges),
+                "weights": weights, "cores": cores, "bound": heuristic.bound,
+                "heuristic": heuristic.objective, "heuristic_s": f"{heuristic.wall_s:.3f}",
+            }  # fmt: skip
+            try:
+                solution = packing.solve(problem, heuristic)
+            except RaptorError as error:  # the model-size limit
+                row.update(cpsat_status=f"skipped: {error}")
+            else:
+                check_packing(problem, solution)
+                row.update(
+                    cpsat=solution.objective, cpsat_bound=solution.bound,
+                    cpsat_status=solution.status.value, cpsat_s=f"{solution.wall_s:.3f}",
+                )  # fmt: skip
+            rows.add(row)
+    rows.close()
+
+
+def read(mode: str) -> list[dict[str, str]]:
+    path = RESULTS / f"binpacking_{mode}.csv"
+    if not path.exists():
+        return []
+    with open(path) as handle:
+        return list(csv.DictReader(handle))
+
+
+def plain_table(rows: list[dict[str, str]], column: str) -> list[str]:
+    lines = [
+        "| set | instances | optimal | mean excess bins | max excess | total wall s |",
+        "|---|---|---|---|---|---|",
+    ]
+    sets = list(dict.fromkeys(r["set"] for r in rows))
+    for group in [*sets, "all"]:
+        chosen = [r for r in rows if group in ("all", r["set"])]
+        excess = [int(r[column]) - int(r["optimal"]) for r in chosen]
+        wall = sum(float(r["wall_s"]) for r in chosen)
+        lines.append(
+            f"| {group} | {len(chosen)} | {sum(e == 0 for e in excess)} | "
+            f"{statistics.mean(excess):.3f} | {max(excess)} | {wall:.1f} |"
+        )
+    return lines
+
+
+def summary() -> None:
+    lines = [
+        "# Stage packing benchmark: bin packing and shared weights",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {sys.version.split()[0]}. Produced by `benchmarks/bench_binpacking.py` "
+        "(see its docstring for the instances and settings).",
+        "",
+    ]
+    heuristic = read("heuristic")
+    if heuristic:
+        lines += ["## `fewest_cores` on plain bin packing (all instances)", ""]
+        lines += plain_table(heuristic, "bins") + [""]
+    cpsat = read("cpsat")
+    if cpsat:
+        lines += ["## `CpSatBinPackingModel` (hinted with `fewest_cores`)", ""]
+        lines += plain_table(cpsat, "bins") + [""]
+        lines += ["The hint on the same instances:", ""]
+        lines += plain_table([{**r, "wall_s": "0"} for r in cpsat], "hint_bins") + [""]
+    shared = read("shared")
+    if shared:
+        lines += ["## Shared-weight stage packing (resnet18, arch-a, 4 lanes)", ""]
+        lines += [
+            "| instance | tasks | edges | weights | cores | bound | heuristic | cpsat | "
+            "cpsat bound | status | heuristic / cpsat | cpsat s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in shared:
+            ratio = (
+                f"{int(r['heuristic']) / int(r['cpsat']):.3f}"
+                if r["cpsat"] and int(r["cpsat"]) > 0
+                else ""
+            )
+            lines.append(
+                f"| {r['instance']} | {r['tasks']} | {r['edges']} | {r['weights']} | "
+                f"{r['cores']} | {r['bound']} | {r['heuristic']} | {r['cpsat']} | "
+                f"{r['cpsat_bound']} | {r['cpsat_status']} | {ratio} | {r['cpsat_s']} |"
+            )
+    (RESULTS / "binpacking_summary.md").write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=["heuristic", "cpsat", "shared", "summary"])
+    parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--every", type=int, default=1)
+    args = parser.parse_args()
+    if args.mode == "heuristic":
+        run_heuristic()
+    elif args.mode == "cpsat":
+        run_cpsat(args.time_limit, args.workers, args.every)
+    elif args.mode == "shared":
+        run_shared(args.time_limit, args.workers)
+    summary()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""Estimate the encoded exchange-table bytes of a plan from its geometry alone.
+
+The reference is the seed "Exchange footprint model": a ranking model used
+before placement and scheduling, neither an upper nor a lower bound. A row is
+one tile's code for one exchange phase; it costs
+
+- 8 bytes per send for address setup and sending, plus 4 for a payload over
+  64 words; a multicast is one send, counted once at the source;
+- 8 bytes per receive for the source and neutral controls, plus 4 when the
+  receive address is not the end of the preceding receive in the row (an
+  address is an allocation plus an offset, so separate allocations never look
+  contiguous; the first receive of a row always sets its address);
+- 8 bytes for entry and return; the row is rounded up to 8-byte alignment.
+
+Transfers longer than the ISA limit (``plan.max_transfer_words``) are split and
+each piece is priced as a transfer of its own. Lengths are counted as ordinary
+32-bit words whatever the transfer mode, as the seed's capture estimator does.
+Rows accumulate per tile over the phases; the table's size is the busiest tile.
+A Repeat body is stored once. A tile with nothing to do in a phase still has an
+8-byte inactive row.
+
+Structural sharing (the seed's extension). Each row gets a signature: its
+ordered send routes (receiver tiles, so also the fanout), payload lengths and
+modes, its ordered receive routes (sender tiles) and lengths with the
+receive-pointer continuation decisions, plus the row's estimated size and patch
+count; absolute addresses are left out. Its patches are its address values
+(one per send piece, one per receive that sets its address). On one tile, ``k``
+rows with the same signature, each ``R`` bytes with ``p`` patches, are stored
+as one row: the second occurrence adds the shared patch offsets and the address
+values of both invocations, later ones only their address values::
+
+    shared(R, p, k) = R + 4p + 4pk          (k >= 2)
+
+and the estimate keeps ``min(kR, shared)``, since an emitter would not share a
+row whose patches cost more than the copies. Inactive rows have no patches and
+are stored once. Rows in a Repeat body that send from an iterated source
+pointer are never shared. Signatures are exact tuples, not hashes, so equal
+keys are equal structure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+from raptor_cp.exchange_format import ExchangePlan, TileRow
+
+SEND_BYTES = 8
+"""Address setup and send, per send (seed)."""
+LONG_PAYLOAD_BYTES = 4
+"""Extra bytes of a send whose payload exceeds `LONG_PAYLOAD_WORDS` (seed)."""
+LONG_PAYLOAD_WORDS = 64
+RECEIVE_BYTES = 8
+"""Source and neutral controls, per receive (seed)."""
+RECEIVE_ADDRESS_BYTES = 4
+"""A receive address that does not continue the preceding receive (seed)."""
+ENTRY_RETURN_BYTES = 8
+"""Entry and return of every row, active or not (seed)."""
+ALIGNMENT = 8
+"""Rows are rounded up to this many bytes (seed)."""
+PATCH_OFFSET_BYTES = 4
+"""Stored once per patch of a shared row: where in the row the address goes."""
+PATCH_VALUE_BYTES = 4
+"""Stored per patch and invocation of a shared row: the address value."""
+
+
+def align(nbytes: int) -> int:
+    """``nbytes`` rounded up to `ALIGNMENT`."""
+    return -(-nbytes // ALIGNMENT) * ALIGNMENT
+
+
+def split(length: int, limit: int) -> list[int]:
+    """``length`` cut into pieces of at most ``limit`` (all full but the last)."""
+    full, rest = divmod(length, limit)
+    return [limit] * full + ([rest] if rest else [])
+
+
+def shared_bytes(row_bytes: int, patches: int, occurrences: int) -> int:
+    """Bytes of ``occurrences`` rows of one signature on one tile (module docstring)."""
+    if occurrences < 2:
+        return row_bytes * occurrences
+    shared = row_bytes + PATCH_OFFSET_BYTES * patches + PATCH_VALUE_BYTES * patches * occurrences
+    return min(row_bytes * occurrences, shared)
+
+
+@dataclass(frozen=True)
+class RowCost:
+    """One row's bytes, its patch count and its sharing key (None: never shared)."""
+
+    nbytes: int
+    patches: int
+    key: Hashable | None
+
+
+INACTIVE_ROW = RowCost(align(ENTRY_RETURN_BYTES), 0, ("inactive",))
+"""An inactive row: entry and return only, no addresses."""
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Exchange-table bytes of a plan, per row and per tile, with and without sharing.
+
+    ``rows`` holds active rows only, keyed ``(phase index, tile)``; a Repeat body's
+    phase appears once under its own index. Tile totals include inactive rows.
+    """
+
+    tiles: int
+    phases: tuple[int, ...]
+    """Stored phase indices in program order."""
+    rows: dict[tuple[int, int], int]
+    tile_bytes: tuple[int, ...]
+    """Per tile, every row stored separately."""
+    shared_tile_bytes: tuple[int, ...]
+    """Per tile, with structural sharing."""
+
+    def busiest(self, shared: bool = True) -> tuple[int, int]:
+        """``(tile, bytes)`` of the tile with the largest table (lowest tile on ties)."""
+        table = self.shared_tile_bytes if shared else self.tile_bytes
+        best = max(range(self.tiles), key=lambda t: (table[t], -t))
+        return best, table[best]
+
+    def phase_bytes(self) -> dict[int, int]:
+        """Per stored phase, the bytes of its active rows summed over tiles (no sharing)."""
+        total = dict.fromkeys(self.phases, 0)
+        for (phase, _), nbytes in self.rows.items():
+            total[phase] += nbytes
+        return total
+
+
+class FootprintAccumulator:
+    """Sums row costs per tile, with and without sharing, into a `Footprint`.
+
+    The estimator and the exact encoder share it, so both count rows, inactive
+    rows, Repeat bodies and sharing the same way and differ only in row costs.
+    """
+
+    def __init__(self, tiles: int, inactive: RowCost) -> None:
+        self.tiles = tiles
+        self.inactive = inactive
+        self.rows: dict[tuple[int, int], int] = {}
+        self.phases: list[int] = []
+        self._unshared = [0] * tiles
+        self._excluded = [0] * tiles
+        self._active = [0] * tiles
+        self._groups: list[dict[Hashable, list[int]]] = [{} for _ in range(tiles)]
+
+    def add_phase(self, phase: int, rows: Iterable[tuple[int, RowCost]]) -> None:
+        """Record one stored phase: ``(tile, cost)`` of each active row."""
+        self.phases.append(phase)
+        for tile, cost in rows:
+            self.rows[phase, tile] = cost.nbytes
+            self._active[tile] += 1
+            self._add(tile, cost, 1)
+
+    def _add(self, tile: int, cost: RowCost, count: int) -> None:
+        self._unshared[tile] += cost.nbytes * count
+        if cost.key is None:
+            self._excluded[tile] += cost.nbytes * count
+            return
+        group = self._groups[tile].setdefault(cost.key, [cost.nbytes, cost.patches, 0])
+        group[2] += count
+
+    def finish(self) -> Footprint:
+        inactive = self.inactive
+        shared = []
+        for tile in range(self.tiles):
+            idle = len(self.phases) - self._active[tile]
+            if idle:
+                self._add(tile, inactive, idle)
+            groups = self._groups[tile].values()
+            shared.append(self._excluded[tile] + sum(shared_bytes(r, p, k) for r, p, k in groups))
+        return Footprint(
+            tiles=self.tiles,
+            phases=tuple(self.phases),
+            rows=self.rows,
+            tile_bytes=tuple(self._unshared),
+            shared_tile_bytes=tuple(shared),
+        )
+
+
+def estimate_row(row: TileRow, limit: int, in_repeat: bool) -> RowCost:
+    """The seed's price of one active row, its patches and its signature."""
+    nbytes = ENTRY_RETURN_BYTES
+    patches = 0
+    sends = []
+    for send in row.sends:
+        for piece in split(send.words, limit):
+            nbytes += SEND_BYTES + (LONG_PAYLOAD_BYTES if piece > LONG_PAYLOAD_WORDS else 0)
+            patches += 1
+        sends.append((send.receivers, send.words, send.mode.value))
+    receives = []
+    end: tuple[int, int] | None = None
+    for receive in row.receives:
+        allocation, offset = receive.address.allocation, receive.address.offset
+        continued = []
+        for piece in split(receive.words, limit):
+            nbytes += RECEIVE_BYTES
+            continued.append(end == (allocation, offset))
+            if not continued[-1]:
+                nbytes += RECEIVE_ADDRESS_BYTES
+                patches += 1
+            offset += 4 * piece
+            end = (allocation, offset)
+        receives.append((receive.sender, receive.words, tuple(continued)))
+    nbytes = align(nbytes)
+    iterated = in_repeat and any(send.source_stride for send in row.sends)
+    key = None if iterated else ("row", tuple(sends), tuple(receives), nbytes, patches)
+    return RowCost(nbytes, patches, key)
+
+
+def estimate_footprint(plan: ExchangePlan) -> Footprint:
+    """The seed's footprint estimate of ``plan`` (see the module docstring)."""
+    accumulator = FootprintAccumulator(plan.tiles, INACTIVE_ROW)
+    limit = plan.max_transfer_words
+    for phase, count in plan.stored_phases():
+        accumulator.add_phase(
+            phase.index, ((row.tile, estimate_row(row, limit, count > 1)) for row in phase.rows)
+        )
+    return accumulator.finish()

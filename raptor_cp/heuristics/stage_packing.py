@@ -1,0 +1,368 @@
+"""Reuse-first resident-weight packing of a pipeline stage (seeds: ``IndexedResidentWeights``).
+
+Two questions about a `PackingProblem`:
+
+* `pack_stage`: put every task on one of exactly ``problem.cores`` cores, each
+  core's distinct weights within capacity, minimising the maximum per-core demand
+  (`packing_demand`: serial compute plus incident same-stage transfers).
+* `fewest_cores`: the fewest cores whose capacity holds the tasks' weights (loads
+  and edges ignored). Plain one-dimensional bin packing is the case where every
+  task has its own weight.
+
+`pack_stage` compares constructive candidates (seeds, "Capacity and recovery":
+"Pipeline packing compares arrival/load-aware candidates and uses constructive
+recovery"), then improves the best ones by bottleneck moves:
+
+1. **Ordered**: the `ordered_packing` assignment (consecutive runs).
+2. **Load-aware**: tasks by load descending (ties: task id), each on the fitting
+   core with the least demand after placing it (transfers to already placed
+   neighbours included), then fewest new weight slots, then lowest core id.
+3. **Reuse-first**: tasks grouped by their weight set (groups by total load
+   descending, then first task; inside a group load descending). A task goes to the
+   least-loaded fitting core already holding all its weights; when none does, best
+   fit: least free slots left, then least demand, then lowest core id.
+4. **Recovery**, only when 2 and 3 both fail: the shared constructor
+   `pack_resident_weights` (forward best fit, one reverse traversal, at most 16
+   single-choice replays sharing 65,536 candidate checks) in the reuse-first
+   order, which establishes feasibility; its placement is then rebalanced.
+
+**Bottleneck moves** (`_Assignment.rebalance`): repeatedly take the most loaded
+core (lowest id on ties) and move one of its tasks to the core where the larger
+of the two new demands is smallest, provided both end below the current maximum
+and the weights fit. The pair (maximum demand, cores at the maximum) decreases
+strictly, so the descent ends; it also stops after ``REBALANCE_CHECK_BUDGET``
+(task, core) evaluations. A move changes only the two cores' demands: a neighbour
+``u`` of the moved task on a third core is charged the edge before and after.
+
+Bounds: `demand_lower_bound` (largest load, total load / cores) for the demand;
+`cores_needed` (distinct-weight union / capacity and the Martello-Toth bound
+L2 on the distinct weight sizes, which every packing contains as a bin packing
+of one copy of each weight) for the cores. A solution meeting its bound is
+OPTIMAL. Fewer cores than `cores_needed` is a proof of infeasibility (INFEASIBLE);
+a failed construction is only NOT_FOUND.
+
+Complexity: candidate construction is ``O(T log T + T P W_t + E)`` for ``W_t``
+weights per task, with an ``O(P W)`` core x weight count matrix; each move
+evaluation prices all ``P`` cores for one task in numpy. `fewest_cores` runs the
+constructor once per tried core count, from the bound up to the first success.
+
+References
+----------
+S. Martello and P. Toth, "Lower bounds and reduction procedures for the bin
+packing problem", Discrete Applied Mathematics 28(1), 1990 (bound L2).
+D. S. Johnson, "Near-optimal bin packing algorithms", PhD thesis, MIT, 1973
+(best fit decreasing).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from raptor_cp.errors import ScheduleViolationError
+from raptor_cp.heuristics.ordered_packing import demand_lower_bound, ordered_packing
+from raptor_cp.heuristics.resident_packing import pack_resident_weights
+from raptor_cp.pipeline_problems import PackingProblem, PackingSolution, check_packing
+from raptor_cp.problems import Status, relative_gap
+
+REBALANCE_CHECK_BUDGET = 1 << 20
+"""(task, core) move evaluations one rebalance may spend."""
+
+
+def bin_packing_lower_bound(sizes: Sequence[int], capacity: int) -> int:
+    """Martello-Toth bound L2 on the bins of capacity ``capacity`` that ``sizes`` need.
+
+    For each ``alpha`` in ``{0} | {s <= capacity / 2}``: items larger than
+    ``capacity - alpha`` and items in ``(capacity / 2, capacity - alpha]`` each need a
+    bin of their own, and items in ``[alpha, capacity / 2]`` need whatever the second
+    kind's bins leave free, in whole bins. Never below ``ceil(sum / capacity)``.
+
+    >>> bin_packing_lower_bound([6, 6, 6, 4, 4, 4], 10)
+    3
+    """
+    s = np.asarray([x for x in sizes if x > 0], dtype=np.int64)
+    if s.size == 0:
+        return 0
+    if capacity <= 0:
+        raise ScheduleViolationError(f"no bin of capacity {capacity} holds an item of {s.max()}")
+    best = -(-int(s.sum()) // capacity)
+    large = 2 * s > capacity
+    for alpha in [0, *np.unique(s[~large]).tolist()]:
+        big = s > capacity - alpha
+        mid = large & ~big
+        small = ~large & (s >= alpha)
+        free = int(mid.sum()) * capacity - int(s[mid].sum())
+        spill = max(0, -(-(int(s[small].sum()) - free) // capacity))
+        best = max(best, int(big.sum()) + int(mid.sum()) + spill)
+    return best
+
+
+def cores_needed(problem: PackingProblem) -> int:
+    """A lower bound on the cores any packing of ``problem`` uses (see the module docstring)."""
+    if not problem.loads:
+        return 0
+    used = sorted({w for weights in problem.task_weights for w in weights})
+    if problem.capacity == 0:
+        return 1
+    l2 = bin_packing_lower_bound([problem.weight_size[w] for w in used], problem.capacity)
+    return max(problem.cores_lower_bound, l2)
+
+
+@dataclass(frozen=True)
+class CoreCountSolution:
+    """Answer of the fewest-cores variant: a core per task using ``objective`` cores."""
+
+    core: tuple[int, ...] | None
+    status: Status
+    solver: str
+    objective: int | None = None
+    """Number of distinct cores used by ``core``."""
+    bound: int | None = None
+    wall_s: float = 0.0
+    details: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float | None:
+        return relative_gap(self.objective, self.bound)
+
+
+def check_core_count(problem: PackingProblem, solution: CoreCountSolution) -> None:
+    """`check_packing` on ``problem`` (capacities, core ids) plus the reported core count."""
+    check_packing(problem, PackingSolution(solution.core, solution.status, solution.solver))
+    if solution.core is not None and len(set(solution.core)) != solution.objective:
+        raise ScheduleViolationError(
+            f"{problem.name}: reported {solution.objective} cores but the assignment uses "
+            f"{len(set(solution.core))}"
+        )
+
+
+def fewest_cores(problem: PackingProblem) -> CoreCountSolution:
+    """Fewest cores (at most ``problem.cores``) holding the tasks' weights: best fit decreasing.
+
+    Tasks with the same weight set always share a core (they add no slots), so
+    the constructor packs one representative per weight set, by set size
+    descending (ties: first task). It first runs on ``min(cores, weight sets)``
+    cores, then on ``m = cores_needed, cores_needed + 1, ...`` cores until it
+    succeeds with fewer cores than it used before; each run includes the shared
+    constructor's bounded recovery.
+    """
+    began = time.perf_counter()
+    bound = cores_needed(problem)
+    if bound > problem.cores:
+        return CoreCountSolution(
+            None, Status.INFEASIBLE, "fewest-cores", bound=bound,
+            wall_s=time.perf_counter() - began,
+        )  # fmt: skip
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for t, weights in enumerate(problem.task_weights):
+        groups.setdefault(tuple(sorted(set(weights))), []).append(t)
+    sets = sorted(groups, key=lambda s: (-sum(problem.weight_size[w] for w in s), groups[s][0]))
+
+    def attempt(cores: int) -> tuple[int, ...] | None:
+        packing = pack_resident_weights(
+            range(len(sets)), sets, problem.weight_size, [problem.capacity] * cores
+        )
+        attempts.append((cores, packing.found, packing.constructions, packing.candidate_checks))
+        return packing.cores
+
+    attempts: list[tuple[int, bool, int, int]] = []
+    best = attempt(min(problem.cores, len(sets)))
+    if best is not None:
+        for cores in range(bound, len(set(best))):
+            found = attempt(cores)
+            if found is not None:
+                best = found if len(set(found)) < len(set(best)) else best
+                break
+    wall = time.perf_counter() - began
+    details: dict[str, object] = {"attempts": attempts}
+    if best is None:
+        return CoreCountSolution(None, Status.NOT_FOUND, "fewest-cores", None, bound, wall, details)
+    relabel = {p: i for i, p in enumerate(dict.fromkeys(best))}
+    core = [0] * problem.num_tasks
+    for s, p in zip(sets, best, strict=True):
+        for t in groups[s]:
+            core[t] = relabel[p]
+    used = len(relabel)
+    status = Status.OPTIMAL if used == bound else Status.FEASIBLE
+    return CoreCountSolution(tuple(core), status, "fewest-cores", used, bound, wall, details)
+
+
+def pack_stage(problem: PackingProblem) -> PackingSolution:
+    """Minimise the maximum per-core demand on ``problem.cores`` cores (module docstring)."""
+    began = time.perf_counter()
+    bound = demand_lower_bound(problem)
+    needed = cores_needed(problem)
+    if needed > problem.cores:
+        details: dict[str, object] = {"cores_needed": needed}
+        wall = time.perf_counter() - began
+        return PackingSolution(None, Status.INFEASIBLE, "stage", None, None, wall, details)
+    candidates: dict[str, _Assignment] = {}
+    ordered = ordered_packing(problem)
+    if ordered is not None:
+        candidates["ordered"] = _Assignment.from_cores(problem, ordered.assignment())
+    by_load = sorted(range(problem.num_tasks), key=lambda t: (-problem.loads[t], t))
+    load_aware = _Assignment(problem).construct(by_load, reuse_first=False)
+    if load_aware is not None:
+        candidates["load-aware"] = load_aware
+    reuse_order = _reuse_order(problem)
+    reuse = _Assignment(problem).construct(reuse_order, reuse_first=True)
+    if reuse is not None:
+        candidates["reuse-first"] = reuse
+    details = {}
+    if load_aware is None and reuse is None:
+        packing = pack_resident_weights(
+            reuse_order, problem.task_weights, problem.weight_size,
+            [problem.capacity] * problem.cores,
+        )  # fmt: skip
+        details["recovery_constructions"] = packing.constructions
+        details["recovery_checks"] = packing.candidate_checks
+        if packing.cores is not None:
+            core = [0] * problem.num_tasks
+            for t, p in zip(reuse_order, packing.cores, strict=True):
+                core[t] = p
+            candidates["recovery"] = _Assignment.from_cores(problem, tuple(core))
+    if not candidates:
+        wall = time.perf_counter() - began
+        return PackingSolution(None, Status.NOT_FOUND, "stage", None, bound, wall, details)
+    constructed = {name: int(a.demand.max(initial=0)) for name, a in candidates.items()}
+    moves = {name: a.rebalance(REBALANCE_CHECK_BUDGET) for name, a in candidates.items()}
+    final = {name: int(a.demand.max(initial=0)) for name, a in candidates.items()}
+    winner = min(final, key=final.__getitem__)  # first in candidate order on ties
+    objective = final[winner]
+    details.update(constructed=constructed, moves=moves, rebalanced=final, winner=winner)
+    status = Status.OPTIMAL if objective == bound else Status.FEASIBLE
+    core = tuple(candidates[winner].core.tolist())
+    wall = time.perf_counter() - began
+    return PackingSolution(core, status, "stage", objective, bound, wall, details)
+
+
+def _reuse_order(problem: PackingProblem) -> list[int]:
+    """Tasks grouped by weight set, groups by total load descending, loads descending inside."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for t, weights in enumerate(problem.task_weights):
+        groups.setdefault(tuple(sorted(set(weights))), []).append(t)
+    members = sorted(groups.values(), key=lambda ts: (-sum(problem.loads[t] for t in ts), ts[0]))
+    return [t for ts in members for t in sorted(ts, key=lambda t: (-problem.loads[t], t))]
+
+
+class _Assignment:
+    """A (partial) assignment with per-core weight counts, used slots and demands."""
+
+    def __init__(self, problem: PackingProblem) -> None:
+        self.problem = problem
+        n, cores = problem.num_tasks, problem.cores
+        self.size = np.asarray(problem.weight_size, dtype=np.int64)
+        self.weights = [np.array(sorted(set(w)), dtype=np.int64) for w in problem.task_weights]
+        self.slots = np.array([int(self.size[w].sum()) for w in self.weights], dtype=np.int64)
+        self.load = np.asarray(problem.loads, dtype=np.int64)
+        neighbours: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        for a, b, ns in problem.edges:
+            if a != b and ns > 0:
+                neighbours[a].append((b, ns))
+                neighbours[b].append((a, ns))
+        self.nbr = [np.array([u for u, _ in lst], dtype=np.int64) for lst in neighbours]
+        self.nbr_ns = [np.array([ns for _, ns in lst], dtype=np.int64) for lst in neighbours]
+        self.core = np.full(n, -1, dtype=np.int64)
+        self.count = np.zeros((cores, self.size.shape[0]), dtype=np.int32)
+        self.used = np.zeros(cores, dtype=np.int64)
+        self.demand = np.zeros(cores, dtype=np.int64)
+
+    @classmethod
+    def from_cores(cls, problem: PackingProblem, core: Sequence[int]) -> _Assignment:
+        assignment = cls(problem)
+        for t, p in enumerate(core):
+            assignment.place(t, p)
+        return assignment
+
+    def new_slots(self, t: int) -> np.ndarray:
+        """Slots task ``t`` would add on each core."""
+        w = self.weights[t]
+        return self.slots[t] - (self.count[:, w] > 0).astype(np.int64) @ self.size[w]
+
+    def neighbour_ns_on(self, t: int) -> tuple[np.ndarray, int]:
+        """Per core, transfer ns of ``t``'s placed neighbours there; and their total."""
+        cores = self.core[self.nbr[t]]
+        placed = cores >= 0
+        ns = self.nbr_ns[t][placed]
+        return np.bincount(cores[placed], weights=ns, minlength=self.used.shape[0]).astype(
+            np.int64
+        ), int(ns.sum())
+
+    def place(self, t: int, p: int) -> None:
+        w = self.weights[t]
+        self.used[p] += int(self.size[w][self.count[p, w] == 0].sum())
+        self.count[p, w] += 1
+        on, total = self.neighbour_ns_on(t)
+        self.demand[p] += int(self.load[t]) + total - int(on[p])
+        self.demand += on
+        self.demand[p] -= int(on[p])
+        self.core[t] = p
+
+    def remove(self, t: int) -> None:
+        p = int(self.core[t])
+        self.core[t] = -1
+        w = self.weights[t]
+        self.count[p, w] -= 1
+        self.used[p] -= int(self.size[w][self.count[p, w] == 0].sum())
+        on, total = self.neighbour_ns_on(t)
+        self.demand[p] -= int(self.load[t]) + total - int(on[p])
+        self.demand -= on
+        self.demand[p] += int(on[p])
+
+    def construct(self, order: Sequence[int], reuse_first: bool) -> _Assignment | None:
+        """Place ``order`` by the load-aware or reuse-first rule; None if a task fits nowhere."""
+        capacity = self.problem.capacity
+        ids = np.arange(self.used.shape[0])
+        for t in order:
+            new = self.new_slots(t)
+            fits = self.used + new <= capacity
+            if not fits.any():
+                return None
+            on, total = self.neighbour_ns_on(t)
+            after = self.demand + int(self.load[t]) + total - on
+            if reuse_first and (fits & (new == 0)).any():
+                keys = (ids, after, np.where(fits & (new == 0), 0, 1))
+            elif reuse_first:
+                keys = (ids, after, np.where(fits, capacity - self.used - new, capacity + 1))
+            else:
+                keys = (ids, new, np.where(fits, after, np.iinfo(np.int64).max))
+            self.place(t, int(np.lexsort(keys)[0]))
+        return self
+
+    def rebalance(self, budget: int) -> int:
+        """Bottleneck moves (module docstring) within ``budget`` evaluations; returns the moves."""
+        capacity = self.problem.capacity
+        cores = self.used.shape[0]
+        moves = checks = 0
+        while checks + cores <= budget:
+            p = int(np.argmax(self.demand))
+            worst = int(self.demand[p])
+            choice: tuple[int, int, int, int] | None = None
+            for t in np.flatnonzero(self.core == p).tolist():
+                if checks + cores > budget:
+                    break
+                checks += cores
+                on, total = self.neighbour_ns_on(t)
+                shift = int(self.load[t]) + total
+                left = worst - shift + 2 * int(on[p])
+                if left >= worst:
+                    continue
+                there = self.demand + shift - 2 * on
+                ok = (there < worst) & (self.used + self.new_slots(t) <= capacity)
+                ok[p] = False
+                if not ok.any():
+                    continue
+                q = int(np.argmin(np.where(ok, there, np.iinfo(np.int64).max)))
+                key = (max(left, int(there[q])), int(there[q]), t, q)
+                if choice is None or key < choice:
+                    choice = key
+            if choice is None:
+                break
+            t, q = choice[2], choice[3]
+            self.remove(t)
+            self.place(t, q)
+            moves += 1
+        return moves

@@ -1,0 +1,99 @@
+"""Read Dasdan's DIMACS-like cycle-ratio graphs (``.d`` files) into a `PeriodicGraph`.
+
+Format (A. Dasdan, "Experimental analysis of the fastest optimum cycle ratio and
+mean algorithms", ACM TODAES 2004; github.com/alidasdan/graph-benchmarks)::
+
+    c optional comment lines, anywhere
+    p <name> <n> <m>
+    a <u> <v> <weight> <transit>      (m lines; nodes 1..n)
+
+Blank lines are skipped. Arc ``i`` (0-based, in file order) becomes edge ``i``
+from node ``u - 1`` to ``v - 1`` with delay ``weight`` and iteration distance
+``transit``, so the graph's cycle ratio is Dasdan's ``sum(weight) / sum(transit)``.
+Every deviation is an `InvalidInputError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from raptor_cp.errors import InvalidInputError
+from raptor_cp.periodic.graph import PeriodicGraph
+
+
+@dataclass(frozen=True)
+class DasdanGraph:
+    """A ``.d`` file: the problem name from its ``p`` line and the graph (0-based nodes)."""
+
+    name: str
+    graph: PeriodicGraph
+
+
+def read_dasdan(path: Path) -> DasdanGraph:
+    """Parse ``path``; raises `InvalidInputError` (one line, naming the line) if malformed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{path}: not a text file (expected a Dasdan .d graph)") from None
+    return parse_dasdan(text, str(path))
+
+
+def parse_dasdan(text: str, where: str) -> DasdanGraph:
+    """Parse the text of a ``.d`` file; ``where`` names it in error messages."""
+    header: tuple[str, int, int] | None = None
+    rows: list[tuple[int, int, int, int]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields or fields[0] == "c":
+            continue
+        at = f"{where}:{number}"
+        if fields[0] == "p":
+            if header is not None:
+                raise InvalidInputError(f"{at}: second 'p' line")
+            header = _problem(fields, at)
+        elif fields[0] == "a":
+            if header is None:
+                raise InvalidInputError(f"{at}: arc before the 'p <name> <n> <m>' line")
+            if len(rows) == header[2]:
+                raise InvalidInputError(f"{at}: more arcs than the {header[2]} announced")
+            rows.append(_arc(fields, at, header[1]))
+        else:
+            raise InvalidInputError(
+                f"{at}: expected a 'c', 'p' or 'a' line, got {line.strip()[:40]!r}"
+            )
+    if header is None:
+        raise InvalidInputError(f"{where}: no 'p <name> <n> <m>' line")
+    name, nodes, arcs = header
+    if len(rows) != arcs:
+        raise InvalidInputError(f"{where}: {len(rows)} arcs but the 'p' line announces {arcs}")
+    return DasdanGraph(name, PeriodicGraph.from_edges(nodes, rows, name=where))
+
+
+def _problem(fields: list[str], at: str) -> tuple[str, int, int]:
+    if len(fields) != 4:
+        raise InvalidInputError(f"{at}: expected 'p <name> <n> <m>', got {len(fields)} fields")
+    nodes, arcs = _ints(fields[2:], at, "'p <name> <n> <m>'")
+    if nodes < 1 or arcs < 0:
+        raise InvalidInputError(f"{at}: need n >= 1 nodes and m >= 0 arcs, got n={nodes} m={arcs}")
+    return fields[1], nodes, arcs
+
+
+def _arc(fields: list[str], at: str, nodes: int) -> tuple[int, int, int, int]:
+    expected = "'a <u> <v> <weight> <transit>'"
+    if len(fields) != 5:
+        raise InvalidInputError(f"{at}: expected {expected}, got {len(fields)} fields")
+    u, v, weight, transit = _ints(fields[1:], at, expected)
+    for end in (u, v):
+        if not 1 <= end <= nodes:
+            raise InvalidInputError(f"{at}: node {end} is outside 1..{nodes}")
+    if transit < 0:
+        raise InvalidInputError(f"{at}: transit time {transit} is negative")
+    return u - 1, v - 1, weight, transit
+
+
+def _ints(fields: list[str], at: str, expected: str) -> list[int]:
+    try:
+        return [int(field) for field in fields]
+    except ValueError:
+        raise InvalidInputError(f"{at}: expected integers in {expected}") from None

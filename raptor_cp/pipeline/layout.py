@@ -1,0 +1,339 @@
+"""PipelineCoreLayout: topology-aware core regions per stage and stage-local placement.
+
+Regions. The chip's cores are ordered along a snake (boustrophedon) path over
+their grid coordinates: rows by increasing row, alternate rows reversed, so that
+consecutive cores of a full mesh are one hop apart. Stage ``s`` takes the next
+``budget[s]`` cores of that path; stages therefore occupy contiguous regions in
+stage order, and the producer/consumer traffic of neighbouring stages crosses
+one region boundary. Cores left over after the last stage are idle (stage -1).
+`check_region` verifies the adjacency the construction promises: every region is
+connected through one-hop links (O(k²) per region of k cores, O(P²) overall as in
+the seeds' complexity table).
+
+Placement. Within a region, a stage's tasks need a physical core each. Two
+candidates are priced (seeds: scheduling.md, "Placement ranks maximum per-core
+compute/incident-transfer demand, then stage completion and compute load; within
+1% demand, stage span breaks the tie"; scheduling-implementation.md, "Priorities,
+placement, and recovery limits"):
+
+* ``retained``: the constructive packing's assignment (the capacity evidence),
+  its cores numbered by first use in topological order and laid along the
+  region's snake path, so that consecutive chunks of the order sit side by side;
+* ``greedy``: topology-aware greedy in physical task (topological) order: each
+  task goes to the region core where its weights fit and the core's demand after
+  placing it, with hop-aware incident transfers, is smallest (then fewest new
+  weight slots, then snake position). It is skipped when some task fits nowhere;
+  the retained assignment always remains.
+
+Each candidate's demand is the maximum over its cores of serial compute plus
+incident same-stage transfer time (``target.transfer_ns`` between the actual
+cores, charged to both endpoints: a placement proxy, not elapsed time). Among
+candidates within 1 % of the lowest demand (integer test ``100 d <= 101 best``),
+the smallest stage span wins, then the lowest maximum compute load, then the
+candidate order above.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from raptor_cp.errors import ScheduleViolationError
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.targets.base import SchedulingTarget
+
+TIE_PERCENT = 1
+"""Demands within this many percent of the best are tied; stage span decides (seeds)."""
+
+
+def snake_order(target: SchedulingTarget) -> tuple[int, ...]:
+    """Every core of ``target`` along the boustrophedon path over its coordinates."""
+    coords = [target.coordinates(p) for p in range(target.cores)]
+    rows = sorted({r for r, _ in coords})
+    rank = {r: i for i, r in enumerate(rows)}
+
+    def key(core: int) -> tuple[int, int, int]:
+        row, col = coords[core]
+        return (row, -col if rank[row] % 2 else col, core)
+
+    return tuple(sorted(range(target.cores), key=key))
+
+
+@dataclass(frozen=True)
+class PipelineCoreLayout:
+    """Contiguous core regions of the stages along the snake path.
+
+    Parameters
+    ----------
+    path:
+        Every core in snake order.
+    regions:
+        Physical cores of each stage, in path order.
+    """
+
+    path: tuple[int, ...]
+    regions: tuple[tuple[int, ...], ...]
+
+    @classmethod
+    def build(cls, target: SchedulingTarget, budgets: Sequence[int]) -> PipelineCoreLayout:
+        """Give stage ``s`` the next ``budgets[s]`` cores of the snake path.
+
+        Raises
+        ------
+        ScheduleViolationError
+            If a budget is below 1 or the budgets exceed the target's cores.
+        """
+        if any(b < 1 for b in budgets):
+            raise ScheduleViolationError(f"every stage needs at least one core, got {list(budgets)}")
+        if sum(budgets) > target.cores:
+            raise ScheduleViolationError(
+                f"stage budgets {list(budgets)} need {sum(budgets)} cores but {target.name} "
+                f"has {target.cores}"
+            )
+        path = snake_order(target)
+        bounds = np.concatenate([[0], np.cumsum(budgets)]).tolist()
+        regions = tuple(path[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+        return cls(path, regions)
+
+    def stage_of_core(self, cores: int) -> tuple[int, ...]:
+        """Stage of every core id (-1 for idle cores)."""
+        stage = [-1] * cores
+        for s, region in enumerate(self.regions):
+            for p in region:
+                stage[p] = s
+        return tuple(stage)
+
+
+def check_region(target: SchedulingTarget, region: Sequence[int], stage: int) -> None:
+    """Raise `ScheduleViolationError` unless ``region`` is connected by one-hop links."""
+    if not region:
+        raise ScheduleViolationError(f"stage {stage} has no core")
+    reached = {region[0]}
+    frontier = [region[0]]
+    while frontier:
+        a = frontier.pop()
+        for b in region:
+            if b not in reached and target.hops(a, b) == 1:
+                reached.add(b)
+                frontier.append(b)
+    if len(reached) != len(region):
+        missing = next(p for p in region if p not in reached)
+        raise ScheduleViolationError(
+            f"stage {stage}: core {missing} is not connected to core {region[0]} through "
+            "the stage's own cores"
+        )
+
+
+@dataclass(frozen=True)
+class StageTiming:
+    """Demand and span of one stage under a placement (integer ns)."""
+
+    core_demand: dict[int, int]
+    """Per physical core: serial compute plus incident same-stage transfers."""
+    core_compute: dict[int, int]
+    start_ns: dict[int, int]
+    """Start of every task, relative to the stage's start."""
+    span_ns: int
+    """Completion of the stage's last task when its cross-stage inputs are ready at 0."""
+
+    @property
+    def demand_ns(self) -> int:
+        return max(self.core_demand.values(), default=0)
+
+    @property
+    def compute_ns(self) -> int:
+        return max(self.core_compute.values(), default=0)
+
+
+@dataclass(frozen=True)
+class StagePlacement:
+    """The chosen physical core of every task of a stage, with its timing."""
+
+    tasks: tuple[int, ...]
+    """The stage's tasks in topological order."""
+    cores: tuple[int, ...]
+    """Physical core of ``tasks[i]``."""
+    candidate: str
+    """``retained`` or ``greedy``."""
+    timing: StageTiming
+    candidates: dict[str, int | None]
+    """Demand of every candidate priced (None when a candidate found no placement)."""
+
+
+class StagePlacer:
+    """Places the stages of one graph on one target (shares the adjacency and price caches)."""
+
+    def __init__(self, graph: ComputeGraph, target: SchedulingTarget) -> None:
+        self.graph = graph
+        self.target = target
+        self.cost = graph.cost.tolist()
+        self.weights = [sorted(set(w)) for w in graph.task_weights]
+        self.size = graph.weight_size.tolist()
+        self.src = graph.edge_src.tolist()
+        self.dst = graph.edge_dst.tolist()
+        self.nbytes = graph.edge_bytes.tolist()
+        self._prices: dict[tuple[int, int, int], int] = {}
+
+    def transfer(self, a: int, b: int, nbytes: int) -> int:
+        """``target.transfer_ns`` memoised (0 on one core)."""
+        if a == b:
+            return 0
+        key = (a, b, nbytes)
+        price = self._prices.get(key)
+        if price is None:
+            price = self._prices[key] = self.target.transfer_ns(a, b, nbytes)
+        return price
+
+    def stage_edges(self, tasks: Sequence[int], member: np.ndarray) -> list[int]:
+        """Edges with both ends among ``tasks`` (``member`` marks them), by consumer order."""
+        edges: list[int] = []
+        for t in tasks:
+            edges.extend(e for e in self.graph.predecessor_edges(t).tolist() if member[self.src[e]])
+        return edges
+
+    def timing(
+        self, tasks: Sequence[int], core: dict[int, int], edges: Sequence[int]
+    ) -> StageTiming:
+        """Demand and span of ``tasks`` (topological order) placed by ``core``.
+
+        One sweep in topological order: each core runs its tasks in that order, so
+        a task starts when its core's previous task and its same-stage
+        predecessors' data (hop-aware transfer) are done.
+        """
+        compute: dict[int, int] = {}
+        for t in tasks:
+            compute[core[t]] = compute.get(core[t], 0) + self.cost[t]
+        demand = dict(compute)
+        preds: dict[int, list[int]] = {}
+        for e in edges:
+            a, b = core[self.src[e]], core[self.dst[e]]
+            if a != b:
+                ns = self.transfer(a, b, self.nbytes[e])
+                demand[a] += ns
+                demand[b] += ns
+            preds.setdefault(self.dst[e], []).append(e)
+        free: dict[int, int] = {}
+        start: dict[int, int] = {}
+        finish: dict[int, int] = {}
+        span = 0
+        for t in tasks:
+            p = core[t]
+            ready = free.get(p, 0)
+            for e in preds.get(t, ()):
+                s = self.src[e]
+                ready = max(ready, finish[s] + self.transfer(core[s], p, self.nbytes[e]))
+            start[t] = ready
+            finish[t] = free[p] = ready + self.cost[t]
+            span = max(span, finish[t])
+        return StageTiming(demand, compute, start, span)
+
+    def greedy(
+        self, tasks: Sequence[int], region: Sequence[int], edges: Sequence[int]
+    ) -> dict[int, int] | None:
+        """Topology-aware greedy placement (see the module docstring); None if a task fits nowhere.
+
+        Vectorised over the region: per task, the new weight slots and the hop-aware
+        incident transfers of every candidate core are numpy rows (transfer rows
+        are cached per (source core, bytes)).
+        """
+        k = len(region)
+        local: dict[int, int] = {}
+        for t in tasks:
+            for w in self.weights[t]:
+                local.setdefault(w, len(local))
+        size = np.array([self.size[w] for w in local], dtype=np.int64)
+        resident = np.zeros((k, len(local)), dtype=bool)
+        capacity = np.array([self.target.capacity(p) for p in region], dtype=np.int64)
+        used = np.zeros(k, dtype=np.int64)
+        demand = np.zeros(k, dtype=np.int64)
+        preds: dict[int, list[int]] = {}
+        for e in edges:
+            preds.setdefault(self.dst[e], []).append(e)
+        rows: dict[tuple[int, int], np.ndarray] = {}
+
+        def row(i: int, nbytes: int) -> np.ndarray:
+            key = (i, nbytes)
+            found = rows.get(key)
+            if found is None:
+                found = rows[key] = np.array(
+                    [self.transfer(region[i], p, nbytes) for p in region], dtype=np.int64
+                )
+            return found
+
+        index: dict[int, int] = {}
+        never = np.iinfo(np.int64).max
+        for t in tasks:
+            ids = [local[w] for w in self.weights[t]]
+            new = int(size[ids].sum()) - resident[:, ids] @ size[ids]
+            fits = used + new <= capacity
+            if not fits.any():
+                return None
+            incident = np.zeros(k, dtype=np.int64)
+            for e in preds.get(t, ()):
+                incident += row(index[self.src[e]], self.nbytes[e])
+            key = np.where(fits, demand + self.cost[t] + incident, never)
+            tied = key == key.min()
+            i = int(np.argmin(np.where(tied, new, never)))
+            index[t] = i
+            resident[i, ids] = True
+            used[i] += new[i]
+            demand[i] += self.cost[t] + incident[i]
+            for e in preds.get(t, ()):
+                q = index[self.src[e]]
+                demand[q] += row(q, self.nbytes[e])[i]
+        return {t: region[i] for t, i in index.items()}
+
+    def place(
+        self, tasks: Sequence[int], assignment: Sequence[int], region: Sequence[int]
+    ) -> StagePlacement:
+        """Rank the candidates for one stage and return the winner.
+
+        Parameters
+        ----------
+        tasks:
+            The stage's tasks in topological order.
+        assignment:
+            The constructive packing: an abstract core ``0..len(region)-1`` per task.
+        region:
+            The stage's physical cores in snake order.
+        """
+        member = np.zeros(self.graph.num_tasks, dtype=bool)
+        member[list(tasks)] = True
+        edges = self.stage_edges(tasks, member)
+        first_use: dict[int, int] = {}
+        for a in assignment:
+            first_use.setdefault(int(a), len(first_use))
+        if len(first_use) > len(region):
+            raise ScheduleViolationError(
+                f"stage packing uses {len(first_use)} cores but the stage has {len(region)}"
+            )
+        retained = {
+            t: region[first_use[int(a)]] for t, a in zip(tasks, assignment, strict=True)
+        }
+        options: list[tuple[str, dict[int, int] | None]] = [
+            ("retained", retained),
+            ("greedy", self.greedy(tasks, region, edges)),
+        ]
+        timings = {
+            name: self.timing(tasks, core, edges) for name, core in options if core is not None
+        }
+        best = min(t.demand_ns for t in timings.values())
+        tied = [
+            (timings[name].span_ns, timings[name].compute_ns, index, name)
+            for index, (name, _) in enumerate(options)
+            if name in timings and 100 * timings[name].demand_ns <= (100 + TIE_PERCENT) * best
+        ]
+        winner = min(tied)[3]
+        chosen = dict(options)[winner]
+        assert chosen is not None
+        return StagePlacement(
+            tasks=tuple(tasks),
+            cores=tuple(chosen[t] for t in tasks),
+            candidate=winner,
+            timing=timings[winner],
+            candidates={
+                name: timings[name].demand_ns if name in timings else None for name, _ in options
+            },
+        )

@@ -1,0 +1,236 @@
+"""The documents of a pipeline compile: ``schedule.json`` and ``reports/pipeline_selection.json``.
+
+Both are JSON-ready dicts rendered by `raptor_cp.reports.output.dumps` (sorted
+keys, no timestamps). ``schedule.json`` holds decisions and their estimate only,
+so identical inputs give byte-identical files. ``pipeline_selection.json``
+follows the seeds' names (scheduling.md, "Default throughput selection": costs,
+eligibility, selection, attempts, search parents, compact task-stage runs, core
+budgets, recurrence contributions, termination, queue budget, phase times); the
+bounded beam refinement is not implemented, so there is one candidate (the
+initial partition), no search parent and no recurrence analysis, and those
+fields say so. ``phase_times_s`` holds measured wall times: it is the one field
+that differs between two runs on the same inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.pipeline.schedule import PipelinePlan
+from raptor_cp.pipeline_problems import PartitionSolution
+from raptor_cp.targets.base import SchedulingTarget
+
+SCHEDULE_FORMAT = "raptor-cp-schedule"
+SELECTION_FORMAT = "raptor-cp-pipeline-selection"
+FORMAT_VERSION = 1
+TERMINATION = "initial partition (refinement not implemented)"
+QUEUE_EVALUATIONS = 32
+"""The seeds' queue-evaluation budget of the (not yet implemented) refinement."""
+CONSTRUCTIVE_PACKINGS = 128
+"""The seeds' constructive allocation / physical packing budget of the refinement."""
+
+
+def interval_lower_bound(graph: ComputeGraph, target: SchedulingTarget) -> dict[str, int]:
+    """Bounds every pipeline interval of this model: its largest task and work / cores.
+
+    Both bound the largest per-core compute, hence the interval estimate.
+    """
+    total = int(graph.cost.sum())
+    largest = int(graph.cost.max()) if graph.num_tasks else 0
+    per_core = -(-total // target.cores)
+    return {
+        "interval_ns": max(largest, per_core),
+        "largest_task_ns": largest,
+        "work_per_core_ns": per_core,
+    }
+
+
+def task_stage_runs(task_stage: np.ndarray) -> list[list[int]]:
+    """Compact ``[first task, stop task, stage]`` runs of consecutive task ids in one stage."""
+    if task_stage.size == 0:
+        return []
+    change = np.flatnonzero(np.diff(task_stage)) + 1
+    starts = np.concatenate([[0], change])
+    stops = np.concatenate([change, [task_stage.size]])
+    return [
+        [int(a), int(b), int(task_stage[a])] for a, b in zip(starts, stops, strict=True)
+    ]
+
+
+def _stage_rows(plan: PipelinePlan, stage_costs: list[int | None]) -> list[dict[str, object]]:
+    rows = []
+    for s, (stage, placement, region) in enumerate(
+        zip(plan.stages, plan.placements, plan.layout.regions, strict=True)
+    ):
+        timing = placement.timing
+        rows.append(
+            {
+                "stage": s,
+                "groups": [stage.first, stage.stop],
+                "operations": [plan.groups.names[stage.first], plan.groups.names[stage.stop - 1]],
+                "tasks": len(placement.tasks),
+                "core_budget": stage.cores,
+                "cores": list(region),
+                "cores_used": len(set(placement.cores)),
+                "stage_cost_ns": stage_costs[s],
+                "core_work_ns": timing.demand_ns,
+                "compute_ns": timing.compute_ns,
+                "span_ns": timing.span_ns,
+                "placement": placement.candidate,
+                "placement_candidates": dict(placement.candidates),
+                "store_ns": plan.boundary.stage_store_ns[s],
+                "load_ns": plan.boundary.stage_load_ns[s],
+            }
+        )
+    return rows
+
+
+def selection_document(
+    plan: PipelinePlan,
+    graph: ComputeGraph,
+    target: SchedulingTarget,
+    model: str,
+    depth: int,
+    partition: PartitionSolution,
+    stage_costs: list[int | None],
+    phase_times_s: Mapping[str, float],
+    work: Mapping[str, int],
+) -> dict[str, object]:
+    """Build ``reports/pipeline_selection.json`` (see the module docstring).
+
+    Parameters
+    ----------
+    partition:
+        The initial partition as the prefix DP returned it (its objective is the
+        partition's maximum stage cost, its details the DP's evidence).
+    stage_costs:
+        ``stage_cost`` of each chosen stage at its budget.
+    phase_times_s, work:
+        Wall time and deterministic work counts of each phase.
+    """
+    estimate = plan.estimate.to_json()
+    candidate = {
+        "index": 0,
+        "origin": "initial partition",
+        "core_budgets": list(plan.budgets),
+        "stage_ranges": [[s.first, s.stop] for s in plan.stages],
+        "partition_objective_ns": partition.objective,
+        "interval_ns": plan.interval_ns,
+        "queue_estimate_ns": None,
+        "selection_eligible": True,
+    }
+    return {
+        "format": SELECTION_FORMAT,
+        "version": FORMAT_VERSION,
+        "model": model,
+        "target": target.name,
+        "pipeline_depth": depth,
+        "groups": [
+            {"group": g, "operation": name, "tasks": len(tasks)}
+            for g, (name, tasks) in enumerate(zip(plan.groups.names, plan.groups.tasks, strict=True))
+        ],
+        "stages": _stage_rows(plan, stage_costs),
+        "core_budgets": list(plan.budgets),
+        "idle_cores": target.cores - sum(plan.budgets),
+        "task_stage_runs": task_stage_runs(plan.task_stage(graph.num_tasks)),
+        "costs": estimate,
+        "boundary": plan.boundary.to_json(),
+        "bounds": {
+            **{f"lower_{k}": v for k, v in interval_lower_bound(graph, target).items()},
+            "partition_objective_ns": partition.objective,
+            "partition_bound_ns": partition.bound,
+            "partition_status": partition.status.value,
+        },
+        "partition": {
+            "solver": partition.solver,
+            **{k: partition.details[k] for k in sorted(partition.details)},
+        },
+        "candidates": [candidate],
+        "selection": {
+            "selected": 0,
+            "policy": "single candidate: queue analysis and comparison skipped",
+            "near_equivalence_margin": 0.021,
+        },
+        "eligibility": {"selection_eligible": True, "reasons": []},
+        "search_parents": [],
+        "recurrence_contributions": None,
+        "attempts": [{"candidate": 0, "result": "selected"}],
+        "backend_attempts": [],
+        "termination": TERMINATION,
+        "queue_budget": {
+            "queue_evaluations": QUEUE_EVALUATIONS,
+            "queue_evaluations_used": 0,
+            "constructive_packings": CONSTRUCTIVE_PACKINGS,
+            "constructive_packings_used": 0,
+        },
+        "work": dict(work),
+        "phase_times_s": {k: round(v, 6) for k, v in phase_times_s.items()},
+    }
+
+
+def schedule_document(
+    plan: PipelinePlan,
+    graph: ComputeGraph,
+    target: SchedulingTarget,
+    model: str,
+    depth: int,
+    status: str,
+) -> dict[str, object]:
+    """Build the pipeline ``schedule.json`` (mode ``pipeline``).
+
+    Task ``start_ns``/``end_ns`` are relative to the start of the task's stage
+    within one interval (cross-stage inputs ready at 0).
+    """
+    schedule = plan.schedule
+    names = graph.names
+    core = schedule.core.tolist()
+    stage = plan.task_stage(graph.num_tasks).tolist()
+    start = schedule.start_ns.tolist()
+    cost = graph.cost.tolist()
+    operation = graph.operation.tolist()
+    lane = graph.lane.tolist()
+    tasks = [
+        {
+            "name": names[t],
+            "core": core[t],
+            "stage": stage[t],
+            "start_ns": start[t],
+            "end_ns": start[t] + cost[t],
+            "operation": graph.operation_names[operation[t]],
+            "lane": lane[t],
+        }
+        for t in range(graph.num_tasks)
+    ]
+    work = [0] * target.cores
+    compute = [0] * target.cores
+    for placement in plan.placements:
+        for p, ns in placement.timing.core_demand.items():
+            work[p] = ns
+        for p, ns in placement.timing.core_compute.items():
+            compute[p] = ns
+    bound = interval_lower_bound(graph, target)
+    return {
+        "format": SCHEDULE_FORMAT,
+        "version": FORMAT_VERSION,
+        "mode": "pipeline",
+        "model": model,
+        "target": target.name,
+        "scheduler": schedule.scheduler,
+        "status": status,
+        "pipeline_depth": depth,
+        "stages": len(plan.stages),
+        "interval_ns": plan.interval_ns,
+        "interval": plan.estimate.to_json(),
+        "lower_bound_ns": bound["interval_ns"],
+        "cores": target.cores,
+        "cores_used": schedule.cores_used,
+        "core_budgets": list(plan.budgets),
+        "core_stage": list(schedule.stage or ()),
+        "tasks": tasks,
+        "core_order": [[names[t] for t in order] for order in schedule.core_order],
+        "core_work_ns": work,
+        "core_compute_ns": compute,
+    }

@@ -1,0 +1,292 @@
+"""`IpuTarget`: a tile-based, bulk-synchronous (Graphcore-IPU-style) chip.
+
+A tile is a core with its own SRAM; tiles talk only through the all-to-all
+exchange, in bulk-synchronous supersteps: every tile computes, all tiles sync,
+then the exchange moves data at a fixed rate per tile. A superstep therefore
+costs ``max tile compute + sync + exchange`` (`IpuTarget.superstep_ns`).
+The list schedulers see the same protocol as on the PIM chip: one edge between
+two tiles costs one sync plus its words at the exchange rate (`transfer_ns`),
+every pair of distinct tiles is one hop apart, and a weight slot is one byte of
+tile SRAM.
+
+Chip facts come from ``ipu_targets.csv`` (kept with its sources in the project's
+reference data, ``data/ipu``); each number below names its row as
+``csv: chip / field``. Where a number is derived or assumed it says so.
+
+Tile compute model (derived and assumed, not measured):
+
+- Matrix work runs on the tile's AMP (accumulating matrix product) units at
+  ``amp_flops_per_cycle`` FLOPs per cycle for operands of at most 16 bits
+  (narrower data such as FP8 is computed at the FP16 rate) and a quarter of that
+  for wider operands. Mk1: 124.5 TFLOP/s FP16 / (1,216 tiles x 1.6 GHz) = 63.99,
+  so 64; its FP32 peak 31.1 TFLOP/s gives 15.98, so the quarter rate.
+  Mk2: 250 TFLOP/s FP16 / (1,472 tiles x ~1.33 GHz, the M2000 clock named in the
+  ``aggregate_exchange_bw_mk2_bow`` row) = 127.7, so 128; the quarter rate for
+  FP32 is assumed from Mk1 (no Mk2 FP32 figure is in the data).
+- Vector work (element-wise, reductions, activation x activation products) runs
+  on the six worker threads (csv: worker_threads_per_tile = 6), which issue in
+  turn, so the tile issues one 64-bit vector instruction per cycle in total
+  (assumption). An instruction handles 64 / 16 = 4 elements of at most 16 bits
+  or 2 of wider ones; ``k > 2`` operands cost ``k - 1`` passes.
+- A task uses all six workers; there is no per-task launch overhead.
+
+Resident weights: capacity is the whole tile SRAM in bytes. Activations, code
+and exchange tables also live there and are *not* charged against it; the
+exchange-table footprint is checked separately (`raptor_cp.heuristics.exchange_footprint`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from raptor_cp.errors import InvalidConfigError, InvalidInstanceError
+from raptor_cp.targets.base import FixedWork, MatrixWork, VectorWork, WeightTiling, Work
+
+VECTOR_BITS = 64
+"""Width of one vector instruction (assumption, see the module docstring)."""
+
+WIDE_OPERAND_BITS = 16
+"""Operands wider than this run at the quarter (FP32) AMP rate and half the vector rate."""
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _balanced(total: int, parts: int) -> tuple[int, ...]:
+    """``total`` cut into ``parts`` near-equal sizes, larger parts first."""
+    return tuple((i + 1) * total // parts - i * total // parts for i in range(parts))[::-1]
+
+
+@dataclass(frozen=True)
+class IpuChip:
+    """The facts of one IPU generation that timing and exchange depend on."""
+
+    chip: str
+    """Chip name as the reference data spells it."""
+    tiles: int
+    sram_bytes: int
+    """SRAM per tile."""
+    clock_mhz: int
+    workers: int
+    """Worker threads per tile."""
+    exchange_bytes_per_cycle: int
+    """Bytes one tile sends (and receives) per cycle on the exchange."""
+    sync_cycles: int
+    """Cost of one chip-wide sync."""
+    amp_flops_per_cycle: int
+    """FP16 AMP FLOPs per cycle per tile (derived, see the module docstring)."""
+    max_transfer_words: int
+    """ISA limit on one transfer's length in 32-bit words (a guess, see `MK1`)."""
+
+
+MK1 = IpuChip(
+    chip="GC2 (Colossus Mk1)",
+    tiles=1216,  # csv: GC2 (Colossus Mk1) / tiles_per_chip (Poplar report, Jia et al. 2019)
+    sram_bytes=262144,  # csv: GC2 (Colossus Mk1) / sram_per_tile (256 KiB)
+    clock_mhz=1600,  # csv: GC2 (Colossus Mk1) / clock_report (1,600.0 MHz)
+    workers=6,  # csv: GC2 (Colossus Mk1) / worker_threads_per_tile
+    exchange_bytes_per_cycle=4,  # csv: IPU (Poplar target) / exchange_bytes_per_cycle_per_tile
+    sync_cycles=90,  # csv: IPU (Poplar target) / sync_cost_estimate (CTCLossPlan syncCycles)
+    amp_flops_per_cycle=64,  # derived: csv GC2 / fp16_mixed_peak 124.5 TFLOP/s / (1216 x 1.6 GHz)
+    # Guess, no source in data/ipu: a transfer's length field holds 4,096 words (16 KiB);
+    # longer payloads are split (the seed's "transfer lengths split at the ISA limit").
+    max_transfer_words=4096,
+)
+"""IPU Mk1 (GC2): 1,216 tiles x 256 KiB at 1.6 GHz."""
+
+MK2 = IpuChip(
+    chip="GC200 (Colossus Mk2)",
+    tiles=1472,  # csv: GC200 (Colossus Mk2) / tiles_per_chip
+    sram_bytes=638976,  # csv: GC200 (Colossus Mk2) / sram_per_tile (624 KiB)
+    clock_mhz=1850,  # csv: GC200 (Colossus Mk2) / clock_report_bow (1,850.0 MHz, Bow)
+    workers=6,  # csv: GC200 (Colossus Mk2) / threads_per_chip 8,832 = 6 x 1,472
+    exchange_bytes_per_cycle=4,  # csv: IPU (Poplar target) / exchange_bytes_per_cycle_per_tile
+    sync_cycles=90,  # csv: IPU (Poplar target) / sync_cost_estimate
+    amp_flops_per_cycle=128,  # derived: csv GC200 / fp16_peak 250 TFLOP/s / (1472 x ~1.33 GHz)
+    max_transfer_words=4096,  # guess, as MK1
+)
+"""IPU Mk2 (GC200) at the Bow clock: 1,472 tiles x 624 KiB at 1.85 GHz."""
+
+PRESET_CHIPS: dict[str, IpuChip] = {"ipu-mk1": MK1, "ipu-mk2": MK2}
+IPU_PRESETS: tuple[str, ...] = tuple(PRESET_CHIPS)
+"""Names `IpuTarget.preset` accepts (``--target ipu-mk1`` / ``ipu-mk2``)."""
+
+
+@dataclass(frozen=True)
+class IpuTarget:
+    """An IPU behind the `SchedulingTarget` protocol (see the module docstring).
+
+    Parameters
+    ----------
+    chip:
+        The generation's facts (`MK1`, `MK2`, or a variant made with
+        `dataclasses.replace`, e.g. fewer tiles for small experiments).
+    target_name:
+        Name in reports.
+    weight_block_bytes:
+        Largest weight block `weight_tiling` puts on one tile; ``None`` means a
+        quarter of the tile SRAM (an assumption that leaves room for a few
+        blocks, activations and code per tile). A tile budget that admission can
+        vary to trade parallelism against replication and exchange.
+    """
+
+    chip: IpuChip
+    target_name: str
+    weight_block_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        c = self.chip
+        fields = (c.tiles, c.sram_bytes, c.clock_mhz, c.workers, c.exchange_bytes_per_cycle)
+        if min(*fields, c.amp_flops_per_cycle, c.max_transfer_words) < 1 or c.sync_cycles < 0:
+            raise InvalidConfigError(f"ipu target {self.target_name}: non-positive chip field")
+        if self.weight_block_bytes is None:
+            object.__setattr__(self, "weight_block_bytes", c.sram_bytes // 4)
+        elif not 1 <= self.weight_block_bytes <= c.sram_bytes:
+            raise InvalidConfigError(
+                f"ipu target {self.target_name}: weight_block_bytes must be in "
+                f"1..{c.sram_bytes} (the tile SRAM), got {self.weight_block_bytes}"
+            )
+
+    @classmethod
+    def preset(cls, name: str, weight_block_bytes: int | None = None) -> IpuTarget:
+        """The target of preset ``name`` (`IPU_PRESETS`)."""
+        chip = PRESET_CHIPS.get(name)
+        if chip is None:
+            raise InvalidConfigError(
+                f"unknown ipu preset {name!r}: expected one of {', '.join(IPU_PRESETS)}"
+            )
+        return cls(chip, name, weight_block_bytes)
+
+    def with_tiles(self, tiles: int) -> IpuTarget:
+        """The same chip cut down to ``tiles`` tiles (small experiments and tests)."""
+        return replace(
+            self, chip=replace(self.chip, tiles=tiles), target_name=f"{self.name}:{tiles}"
+        )
+
+    # -- protocol ------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.target_name
+
+    @property
+    def cores(self) -> int:
+        return self.chip.tiles
+
+    def hops(self, src: int, dst: int) -> int:
+        """0 on the same tile, else 1: the exchange is all-to-all."""
+        return 0 if src == dst else 1
+
+    def coordinates(self, core: int) -> tuple[int, int]:
+        """Tiles on one line: the exchange has no geometry the model uses."""
+        if not 0 <= core < self.chip.tiles:
+            raise ValueError(f"tile {core} outside 0..{self.chip.tiles - 1}")
+        return (0, core)
+
+    def capacity(self, core: int) -> int:
+        """Tile SRAM in bytes (one weight slot = one byte)."""
+        return self.chip.sram_bytes
+
+    def weight_tiling(self, height: int, width: int, bits: int) -> WeightTiling:
+        """Blocks of at most `weight_block_bytes`, cut by columns first.
+
+        Whole-height column blocks need no partial-sum reduction, so rows are
+        cut only when one column alone exceeds the block; both cuts are
+        balanced (sizes differ by at most one), which keeps tile compute even
+        in a superstep. ``crossbars_per_block`` holds each block's bytes (its
+        weight slots), counted at the tallest row slice.
+        """
+        if height < 1 or width < 1 or bits < 1:
+            raise InvalidInstanceError(
+                f"cannot tile a {height}x{width} weight matrix at {bits} bits onto {self.name}"
+            )
+        element = _ceil_div(bits, 8)
+        limit = int(self.weight_block_bytes or 0)
+        rows = _balanced(height, _ceil_div(height * element, limit))
+        tallest = rows[0]
+        columns = _balanced(width, _ceil_div(width, max(1, limit // (tallest * element))))
+        return WeightTiling(
+            row_slices=rows,
+            column_blocks=columns,
+            crossbars_per_block=tuple(tallest * c * element for c in columns),
+        )
+
+    def execution_ns(self, work: Work) -> int:
+        if isinstance(work, FixedWork):
+            return work.ns
+        if isinstance(work, MatrixWork):
+            return self.cycles_ns(self.matrix_cycles(work))
+        if isinstance(work, VectorWork):
+            return self.cycles_ns(self.vector_cycles(work))
+        raise TypeError(f"unknown work {work!r}")
+
+    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+        """One sync plus ``nbytes`` at the exchange rate; 0 on the same tile."""
+        if src == dst:
+            return 0
+        return self.superstep_ns(0, nbytes)
+
+    def mean_transfer_ns(self, nbytes: int) -> int:
+        """Every pair of distinct tiles costs the same; 0 on a one-tile chip."""
+        return 0 if self.chip.tiles == 1 else self.superstep_ns(0, nbytes)
+
+    def global_read_ns(self, nbytes: int) -> int:
+        """0: model inputs are taken to be in tile SRAM (streaming memory is not modelled)."""
+        return 0
+
+    def global_write_ns(self, nbytes: int) -> int:
+        """0: outputs stay in tile SRAM (streaming memory is not modelled)."""
+        return 0
+
+    def describe(self) -> dict[str, object]:
+        c = self.chip
+        return {
+            "kind": "ipu",
+            "name": self.name,
+            "chip": c.chip,
+            "cores": c.tiles,
+            "sram_bytes_per_tile": c.sram_bytes,
+            "clock_mhz": c.clock_mhz,
+            "worker_threads_per_tile": c.workers,
+            "exchange_bytes_per_cycle_per_tile": c.exchange_bytes_per_cycle,
+            "sync_cycles": c.sync_cycles,
+            "amp_flops_per_cycle_fp16": c.amp_flops_per_cycle,
+            "max_transfer_words": c.max_transfer_words,
+            "weight_block_bytes": self.weight_block_bytes,
+            "capacity": "tile SRAM bytes (1 slot = 1 byte)",
+        }
+
+    # -- bulk-synchronous timing ---------------------------------------------
+
+    def cycles_ns(self, cycles: int) -> int:
+        """``cycles`` tile clock cycles in whole nanoseconds, rounded up."""
+        return _ceil_div(cycles * 1000, self.chip.clock_mhz)
+
+    def exchange_cycles(self, nbytes: int) -> int:
+        """Cycles one tile needs to send or receive ``nbytes``."""
+        return _ceil_div(nbytes, self.chip.exchange_bytes_per_cycle)
+
+    def superstep_ns(self, compute_ns: int, exchange_bytes: int) -> int:
+        """A superstep: the busiest tile's compute, one sync, then the exchange.
+
+        ``exchange_bytes`` is what the busiest tile sends or receives in the
+        exchange phase (a tile moves `exchange_bytes_per_cycle` each way per cycle).
+        """
+        return compute_ns + self.cycles_ns(
+            self.chip.sync_cycles + self.exchange_cycles(exchange_bytes)
+        )
+
+    def matrix_cycles(self, work: MatrixWork) -> int:
+        """AMP cycles of ``mvms`` products of a ``rows`` x ``cols`` block (2 FLOPs per MAC)."""
+        rate = self.chip.amp_flops_per_cycle
+        if work.bits > WIDE_OPERAND_BITS:
+            rate = max(1, rate // 4)
+        return _ceil_div(2 * work.mvms * work.rows * work.cols, rate)
+
+    def vector_cycles(self, work: VectorWork) -> int:
+        """One 64-bit vector instruction per cycle over ``elements`` (see the module docstring)."""
+        if work.operands < 1:
+            raise InvalidInstanceError(f"vector work needs at least 1 operand, got {work.operands}")
+        lanes = VECTOR_BITS // (WIDE_OPERAND_BITS if work.bits <= WIDE_OPERAND_BITS else 32)
+        return _ceil_div(work.elements, lanes) * max(1, work.operands - 1)
