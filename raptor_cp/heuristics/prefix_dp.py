@@ -207,7 +207,8 @@ def _grid_partition(
         for stop in range(first + 1, groups + 1):
             if not _usable(first, stop, groups, stages):
                 continue
-            for j in range(per_stage + 1):
+            others = (first > 0) + (stop < groups)  # each other stage needs a core
+            for j in range(min(per_stage, (problem.cores - 1 - others) // grid.unit) + 1):
                 value = cost(first, stop, grid.budget(j))
                 if value is not None:
                     table[first, stop, j] = value
@@ -251,7 +252,8 @@ def _completion_partition(
 ) -> list[tuple[int, int]] | None:
     """Feasibility completion: ranges minimising the max cost at fewest cores within P."""
     groups, cores = problem.num_groups, problem.cores
-    need = np.full((groups + 1, groups + 1), UNAVAILABLE, dtype=np.int64)
+    too_many = cores + 1  # marks no segment / no cover: every total above P is infeasible
+    need = np.full((groups + 1, groups + 1), too_many, dtype=np.int64)
     at_need = np.full((groups + 1, groups + 1), UNAVAILABLE, dtype=np.int64)
     for first in range(groups):
         for stop in range(first + 1, groups + 1):
@@ -267,16 +269,13 @@ def _completion_partition(
 
     def fewest_cores(limit: int) -> np.ndarray:
         """``h[s][g]``: fewest cores covering ``[0, g)`` with ``s`` stages costing <= limit."""
-        allowed = np.where(at_need <= limit, need, UNAVAILABLE)
-        h = np.full((stages + 1, groups + 1), UNAVAILABLE, dtype=np.int64)
+        allowed = np.where(at_need <= limit, need, too_many)
+        h = np.full((stages + 1, groups + 1), too_many, dtype=np.int64)
         h[0, 0] = 0
         for s in range(1, stages + 1):
             for stop in range(s, groups + 1):
-                before, seg = h[s - 1, s - 1 : stop], allowed[s - 1 : stop, stop]
-                total = np.where(
-                    (before == UNAVAILABLE) | (seg == UNAVAILABLE), UNAVAILABLE, before + seg
-                )
-                h[s, stop] = total.min()
+                total = h[s - 1, s - 1 : stop] + allowed[s - 1 : stop, stop]
+                h[s, stop] = min(int(total.min()), too_many)
         return h
 
     def feasible(limit: int) -> bool:
@@ -300,9 +299,7 @@ def _completion_partition(
         first = next(
             first
             for first in range(stop - 1, s - 2, -1)
-            if at_need[first, stop] <= limit
-            and h[s - 1, first] != UNAVAILABLE
-            and h[s - 1, first] + need[first, stop] == h[s, stop]
+            if at_need[first, stop] <= limit and h[s - 1, first] + need[first, stop] == h[s, stop]
         )
         ranges.append((first, stop))
         stop, s = first, s - 1
