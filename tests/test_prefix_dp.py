@@ -104,6 +104,21 @@ def test_quantized_grid_is_never_better_than_the_optimum(seed: int) -> None:
     assert quantized.details["grid_objective"] >= quantized.objective
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_coarse_grid_finds_a_partition_whenever_one_exists(seed: int) -> None:
+    # One spare unit of up to 7 cores: the grid often has no feasible state and the
+    # completion must still find a partition, never better than the optimum.
+    problem = random_problem(200 + seed)
+    solution = initial_partition(problem, spare_units=1)
+    expected = brute_force_optimum(problem)
+    check_partition(problem, solution)
+    if expected is None:
+        assert solution.stages is None
+        return
+    assert solution.objective is not None and solution.objective >= expected
+    assert solution.status == (Status.OPTIMAL if problem.cores <= 2 else Status.FEASIBLE)
+
+
 def test_spare_grid_reserves_one_core_per_legal_stage() -> None:
     problem = PartitionProblem(10, 40, 4, lambda f, t, k: 1)
     grid = SpareGrid.of(problem, 16)

@@ -90,7 +90,7 @@ class CostCache:
         return value
 
 
-def cost_curve(stage_cost: StageCost, first: int, stop: int, max_cores: int) -> np.ndarray:
+def _cost_curve(stage_cost: StageCost, first: int, stop: int, max_cores: int) -> np.ndarray:
     """``stage_cost(first, stop, k)`` for ``k = 1..max_cores`` (index ``k - 1``), None as
     `UNAVAILABLE`."""
     values = (stage_cost(first, stop, k) for k in range(1, max_cores + 1))
@@ -124,7 +124,7 @@ def minimax_budgets(
     top = cores_available - (n - 1)
     if top < 1:
         return None
-    curves = [cost_curve(stage_cost, first, stop, top) for first, stop in stage_ranges]
+    curves = [_cost_curve(stage_cost, first, stop, top) for first, stop in stage_ranges]
     envelopes = [np.minimum.accumulate(curve) for curve in curves]
     # -envelope is non-decreasing: searchsorted finds the first k reaching a cost.
     rising = [-envelope for envelope in envelopes]

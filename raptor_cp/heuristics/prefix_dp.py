@@ -41,9 +41,12 @@ the fewest cores ``need(g', g)`` with an available cost is found by checking
 every physical core count ``1..P``; a binary search over the segment costs at
 ``need`` finds the least threshold ``T`` for which a minimum-resource prefix DP
 ``h[s][g] = min_{g'} h[s-1][g'] + need(g', g)`` over segments costing ``<= T``
-reaches ``h[s][G] <= P`` (fewest stages first). This preserves feasibility
-whenever some partition exists whose stages are available at their fewest
-cores, independently of the grid.
+reaches ``h[s][G] <= P`` (fewest stages first). The completion is complete over
+the curves: if any budget vector ``b`` makes a partition available, then
+``need <= b`` stage by stage, so the partition passes with ``T`` = its worst
+cost at ``need``. NOT_FOUND therefore means the curves admit no partition at
+all, which is still a packing (bounded-search) limitation, not proved
+hardware infeasibility.
 
 Final budgets: whichever DP chose the ranges, `minimax_budgets` redistributes
 all ``P`` cores over them (exact for the ranges, never worse than the DP's own

@@ -147,7 +147,7 @@ class JointSolution:
     status: Status
     solver: str
     objective: int | None = None
-    """Maximum per-core load."""
+    """Maximum per-core demand (`joint_demand`)."""
     bound: int | None = None
     wall_s: float = 0.0
     details: dict[str, object] = field(default_factory=dict)
@@ -171,7 +171,7 @@ def check_joint(problem: JointProblem, solution: JointSolution) -> None:
         running += stage.cores
 
     def stage_demand(first: int, stop: int, cores: int) -> int:
-        """Max core load of one stage; `check_partition` calls it once the stages are valid."""
+        """Max core demand of one stage; `check_partition` calls it once the stages are valid."""
         base = block[first]
         local = []
         for t in range(problem.group_start[first], problem.group_start[stop]):
@@ -239,7 +239,10 @@ class CpSatJointModel:
         return per_core * problem.cores + len(problem.groups) * stages + len(problem.edges)
 
     def solve(self, problem: JointProblem) -> JointSolution:
-        """Minimise the maximum per-core load over stage cuts and placements together."""
+        """Minimise the maximum per-core demand over stage cuts and placements together.
+
+        Raises `RaptorError` when the model would exceed ``max_size`` literals.
+        """
         began = time.perf_counter()
         settings = SolveSettings(self.time_limit_s, self.workers, self.seed, self.deterministic)
         model, variables = self.build(problem)
@@ -354,6 +357,7 @@ class CpSatJointModel:
             details,
         )
         check_joint(problem, solution)
+        assert run.objective is not None and objective <= run.objective
         return solution
 
 

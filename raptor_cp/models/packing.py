@@ -42,6 +42,7 @@ OR-Tools ``bin_packing_sat`` sample; L2 bounds: Martello and Toth (1990).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -87,6 +88,8 @@ class PackingVars:
     """Items in symmetry-breaking order."""
     pinned: int
     """Length of the pinned prefix of ``order``."""
+    chains: list[tuple[int, int]]
+    """Consecutive interchangeable items ``(i, j)`` with ``core(i) <= core(j)``."""
     size: int
     """Model size in literals."""
     lower: int
@@ -155,8 +158,8 @@ class CpSatPackingModel:
         _refuse_large(problem, size, self.max_size)
         model = cp_model.CpModel()
         model.name = f"packing:{problem.name}"
-        order, pinned = _symmetry(problem, items, cores)
-        x = _assignment(model, problem, items, cores, order, pinned, None)
+        symmetry = _symmetry(problem, items, cores)
+        x = _assignment(model, problem, items, cores, symmetry, None)
         lower = demand_lower_bound(problem)
         top = sum(problem.loads) + 2 * sum(edges.values())
         peak = model.new_int_var(
@@ -177,7 +180,7 @@ class CpSatPackingModel:
             transfer = sum(ns[e] * cut[e, p] for e in range(len(ns)))
             model.add(peak >= demand + transfer)
         model.minimize(peak)
-        return model, PackingVars(problem, items, cores, x, order, pinned, size, lower)
+        return model, PackingVars(problem, items, cores, x, *symmetry, size, lower)
 
     def extract(self, run: CpSatRun, variables: PackingVars) -> PackingSolution:
         """A checked `PackingSolution`; a disagreement with `packing_demand` is a model bug."""
@@ -258,15 +261,15 @@ class CpSatBinPackingModel:
         _refuse_large(problem, size, self.max_size)
         model = cp_model.CpModel()
         model.name = f"binpacking:{problem.name}"
-        order, pinned = _symmetry(problem, items, cores)
+        symmetry = _symmetry(problem, items, cores)
         used = [model.new_bool_var(f"used[{p}]") for p in range(cores)]
-        x = _assignment(model, problem, items, cores, order, pinned, used)
+        x = _assignment(model, problem, items, cores, symmetry, used)
         for p in range(cores - 1):
             model.add(used[p] >= used[p + 1])
         lower = cores_needed(problem)
         model.add(sum(used) >= lower)
         model.minimize(sum(used))
-        return model, PackingVars(problem, items, cores, x, order, pinned, size, lower)
+        return model, PackingVars(problem, items, cores, x, *symmetry, size, lower)
 
     def extract(self, run: CpSatRun, variables: PackingVars) -> CoreCountSolution:
         """A checked `CoreCountSolution` (cores relabelled ``0..used-1``)."""
@@ -317,18 +320,42 @@ def _refuse_large(problem: PackingProblem, size: int, max_size: int) -> None:
 
 def _symmetry(
     problem: PackingProblem, items: Sequence[tuple[int, ...]], cores: int
-) -> tuple[tuple[int, ...], int]:
-    """Symmetry order (slots, load descending, id) and the pinned pairwise-conflicting prefix."""
+) -> tuple[tuple[int, ...], int, list[tuple[int, int]]]:
+    """Symmetry order, its pinned prefix, and the chains of interchangeable items.
+
+    Items are *interchangeable* when they have the same load and slots, no edge,
+    and only private weights (used by no other item): swapping two of them changes
+    nothing. The order (slots, load descending, interchangeable last, id) keeps them
+    contiguous, and for consecutive ones ``(i, j)`` the model asks ``core(i) <=
+    core(j)``. Relabelling cores by first appearance and then sorting each such block
+    by core keeps every item ``k`` on a core ``<= k``, so all three reductions hold at
+    once for some optimal solution.
+    """
     weights = [_item_weights(problem, item) for item in items]
     load = [sum(problem.loads[t] for t in item) for item in items]
-    order = sorted(range(len(items)), key=lambda i: (-_slots(problem, weights[i]), -load[i], i))
+    users: dict[int, int] = {}
+    for item_weights in weights:
+        for w in item_weights:
+            users[w] = users.get(w, 0) + 1
+    linked = {t for a, b, ns in problem.edges if a != b and ns > 0 for t in (a, b)}
+    free = [
+        all(users[w] == 1 for w in weights[i]) and linked.isdisjoint(item)
+        for i, item in enumerate(items)
+    ]
+    slots = [_slots(problem, w) for w in weights]
+    order = sorted(range(len(items)), key=lambda i: (-slots[i], -load[i], free[i], i))
     pinned = 0
     while pinned < min(len(order), cores):
         item = weights[order[pinned]]
         if any(_slots(problem, item | weights[j]) <= problem.capacity for j in order[:pinned]):
             break
         pinned += 1
-    return tuple(order), pinned
+    chains = [
+        (i, j)
+        for i, j in itertools.pairwise(order)
+        if free[i] and free[j] and (slots[i], load[i]) == (slots[j], load[j])
+    ]
+    return tuple(order), pinned, chains
 
 
 def _assignment(
@@ -336,14 +363,18 @@ def _assignment(
     problem: PackingProblem,
     items: Sequence[tuple[int, ...]],
     cores: int,
-    order: Sequence[int],
-    pinned: int,
+    symmetry: tuple[tuple[int, ...], int, list[tuple[int, int]]],
     used: list[cp_model.IntVar] | None,
 ) -> list[list[cp_model.IntVar]]:
     """Assignment literals, residency and capacity (scaled by ``used`` when given)."""
     x = [[model.new_bool_var(f"x[{i},{p}]") for p in range(cores)] for i in range(len(items))]
     for i in range(len(items)):
         model.add_exactly_one(x[i])
+    order, pinned, chains = symmetry
+    for i, j in chains:
+        model.add(
+            sum(p * x[i][p] for p in range(1, cores)) <= sum(p * x[j][p] for p in range(1, cores))
+        )
     for k, i in enumerate(order):
         if k < pinned:
             model.add(x[i][k] == 1)
@@ -385,13 +416,23 @@ def _usable_hint(
 
 
 def _add_hint(model: cp_model.CpModel, variables: PackingVars, core: Sequence[int]) -> None:
-    """Hint item cores, relabelled by first appearance along the symmetry order."""
+    """Hint item cores, relabelled to satisfy the symmetry breaking (see `_symmetry`)."""
     label: dict[int, int] = {}
     for i in variables.order:
         label.setdefault(core[i], len(label))
+    hinted = [label[p] for p in core]
+    blocks: list[list[int]] = []
+    for i, j in variables.chains:
+        if blocks and blocks[-1][-1] == i:
+            blocks[-1].append(j)
+        else:
+            blocks.append([i, j])
+    for block in blocks:
+        for item, p in zip(block, sorted(hinted[i] for i in block), strict=True):
+            hinted[item] = p
     for i, row in enumerate(variables.x):
         for p, literal in enumerate(row):
-            model.add_hint(literal, label[core[i]] == p)
+            model.add_hint(literal, hinted[i] == p)
 
 
 def _cores(run: CpSatRun, variables: PackingVars) -> tuple[int, ...]:

@@ -84,9 +84,14 @@ class CpSatPartitionModel:
         return SolveSettings(self.time_limit_s, self.workers, self.seed, self.deterministic)
 
     def solve(self, problem: PartitionProblem) -> PartitionSolution:
-        """Minimise the maximum stage cost; the prefix DP's partition hints the search."""
+        """Minimise the maximum stage cost; the prefix DP's partition hints the search.
+
+        The model and the hinting DP share one `CostCache`. Raises `RaptorError`
+        when the instance has more than ``max_entries`` stage-cost entries.
+        """
         began = time.perf_counter()
         settings = self.settings
+        problem = dataclasses.replace(problem, stage_cost=CostCache(problem.stage_cost))
         model, variables = self.build(problem)
         if self.hint_with_dp:
             _hint_partition(model, variables, initial_partition(problem))
@@ -209,9 +214,12 @@ def partition_audit(
     when the instance has at most ``model.max_entries`` stage-cost entries
     (``cpsat_skipped`` says why not). ``disagreements`` lists evidence of a bug:
     the DP below CP-SAT's bound, the exact DP unequal to a proved CP-SAT
-    optimum, or one side finding a partition the other proved impossible.
+    optimum, a partition found where the other side proved there is none, or
+    the DP finding none where CP-SAT found one.
     """
     model = model or CpSatPartitionModel()
+    cost = CostCache(problem.stage_cost)  # one table for all three solvers
+    problem = dataclasses.replace(problem, stage_cost=cost)
     dp = initial_partition(problem, spare_units)
     check_partition(problem, dp)
     record: dict[str, object] = {
@@ -242,6 +250,8 @@ def partition_audit(
         disagreements.append(f"exact dp {exact.objective} != cpsat optimum {cpsat.objective}")
     if cpsat.status == Status.INFEASIBLE and exact.stages is not None:
         disagreements.append("exact dp found a partition cpsat proved infeasible")
+    if dp.stages is None and cpsat.stages is not None:
+        disagreements.append("dp found no partition where cpsat found one")
     record.update(
         {
             "exact_dp_objective": exact.objective,
@@ -252,6 +262,7 @@ def partition_audit(
             "cpsat_skipped": None,
             "quantization_loss": loss,
             "quantization_loss_rel": relative_gap(dp.objective, exact.objective),
+            "stage_cost_queries": cost.queries,
             "disagreements": disagreements,
         }
     )

@@ -55,7 +55,8 @@ def _ceil_div(a: int, b: int) -> int:
 
 def _balanced(total: int, parts: int) -> tuple[int, ...]:
     """``total`` cut into ``parts`` near-equal sizes, larger parts first."""
-    return tuple((i + 1) * total // parts - i * total // parts for i in range(parts))[::-1]
+    size, larger = divmod(total, parts)
+    return (size + 1,) * larger + (size,) * (parts - larger)
 
 
 @dataclass(frozen=True)
