@@ -224,6 +224,8 @@ class _Validator:
                     )
                 self.address(at, send.source, row.tile, send.source_stride, repeat)
                 for r in receivers:
+                    if (r, send.payload, row.tile) in sent:
+                        self.fail(at, f"payload {send.payload} sent to tile {r} twice")
                     sent[r, send.payload, row.tile] = send.words
             for k, receive in enumerate(row.receives):
                 at = f"{where} receive {k}"

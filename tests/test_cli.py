@@ -254,7 +254,7 @@ BAD_INPUTS = {
     "oversized_weights": "diamond: oversized task 'a' needs 97 weight slots but the largest "
     "core holds 96",
     "unknown_preset": "unknown target 'arch-z': not a preset (arch-a, arch-b, pimcomp, "
-    "pimsim-64), not generic:P[:NS_PER_BYTE], and no file arch-z exists",
+    "pimsim-64, ipu-mk1, ipu-mk2), not generic:P[:NS_PER_BYTE], and no file arch-z exists",
     "missing_model": "{dir}/absent.onnx: no such file",
 }
 """Each bad input (built by the test below) and the one-line error it must produce."""

@@ -59,7 +59,10 @@ def _assert_is_cycle(graph: PeriodicGraph, cycle: tuple[int, ...]) -> None:
 @pytest.mark.parametrize("row", REFERENCES, ids=[row["graph"] for row in REFERENCES])
 def test_dasdan_reference_ratio_is_reproduced_exactly(row: dict[str, str], method: str) -> None:
     graph = read_dasdan(DATA / row["graph"]).graph
-    for solve, key in ((maximum_cycle_ratio, "max_ratio_exact"), (minimum_cycle_ratio, "min_ratio_exact")):
+    for solve, key in (
+        (maximum_cycle_ratio, "max_ratio_exact"),
+        (minimum_cycle_ratio, "min_ratio_exact"),
+    ):
         expected = _reference(row, key)
         result = solve(graph, method)
         if expected is None:
@@ -175,8 +178,10 @@ def test_zero_distance_cycle_is_a_deadlock(method: str) -> None:
     )
     with pytest.raises(
         DeadlockError,
-        match=re.escape("g: deadlock: cycle of distance-0 edges through nodes 2 -> 3 -> 2; "
-                        "no period satisfies it"),
+        match=re.escape(
+            "g: deadlock: cycle of distance-0 edges through nodes 2 -> 3 -> 2; "
+            "no period satisfies it"
+        ),
     ) as caught:
         maximum_cycle_ratio(graph, method)
     assert caught.value.cycle == (1, 2)
@@ -253,7 +258,12 @@ def test_witness_names_cores_and_links_and_totals_the_whole_cycle() -> None:
     assert witness.cores == (0, 1, 2)
     assert witness.links == (10, 11, 12, 13, 14)
     assert witness.to_json()["edges"][0] == {
-        "edge": 0, "source": 0, "target": 1, "delay": 3, "distance": 0, "link": 10
+        "edge": 0,
+        "source": 0,
+        "target": 1,
+        "delay": 3,
+        "distance": 0,
+        "link": 10,
     }
 
 

@@ -7,6 +7,9 @@ AMP FP16 FLOPs per cycle per tile (derived): Mk1 64, Mk2 128.
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import pytest
 
 from raptor_cp.check import check
@@ -15,7 +18,7 @@ from raptor_cp.heuristics.heft import HeftScheduler
 from raptor_cp.heuristics.peft import PeftScheduler
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.targets.base import FixedWork, MatrixWork, SchedulingTarget, VectorWork
-from raptor_cp.targets.ipu import IPU_PRESETS, IpuTarget
+from raptor_cp.targets.ipu import IPU_PRESETS, MK1, MK2, IpuTarget
 from raptor_cp.workload.lowering import lower
 from raptor_cp.workload.model import ALL_ROWS, SAME_ROWS, Operation, OpKind, Workload
 
@@ -80,6 +83,31 @@ def test_presets_carry_the_chip_facts(mk1: IpuTarget, mk2: IpuTarget) -> None:
         assert facts["exchange_bytes_per_cycle_per_tile"] == 4
         assert facts["sync_cycles"] == 90
     assert (mk1.chip.amp_flops_per_cycle, mk2.chip.amp_flops_per_cycle) == (64, 128)
+
+
+def test_presets_match_their_source_rows() -> None:
+    with (Path(__file__).parent / "data" / "ipu" / "ipu_targets.csv").open() as f:
+        facts = {(row["chip"], row["field"]): float(row["value"]) for row in csv.DictReader(f)}
+    mk1, mk2, poplar = "GC2 (Colossus Mk1)", "GC200 (Colossus Mk2)", "IPU (Poplar target)"
+    assert (MK1.tiles, MK1.sram_bytes, MK1.clock_mhz, MK1.workers) == (
+        facts[mk1, "tiles_per_chip"],
+        facts[mk1, "sram_per_tile"],
+        facts[mk1, "clock_report"],
+        facts[mk1, "worker_threads_per_tile"],
+    )
+    assert (MK2.tiles, MK2.sram_bytes, MK2.clock_mhz, MK2.workers * MK2.tiles) == (
+        facts[mk2, "tiles_per_chip"],
+        facts[mk2, "sram_per_tile"],
+        facts[mk2, "clock_report_bow"],
+        facts[mk2, "threads_per_chip"],
+    )
+    for chip in (MK1, MK2):
+        assert chip.exchange_bytes_per_cycle == facts[poplar, "exchange_bytes_per_cycle_per_tile"]
+        assert chip.sync_cycles == facts[poplar, "sync_cost_estimate"]
+    # AMP rates: FP16 peak / (tiles x clock); Mk2's 250 TFLOP/s is at the M2000's ~1.33 GHz
+    assert round(facts[mk1, "fp16_mixed_peak"] * 1e12 / (1216 * 1.6e9)) == MK1.amp_flops_per_cycle
+    assert round(facts[mk2, "fp16_peak"] * 1e12 / (1472 * 1.33e9)) == MK2.amp_flops_per_cycle
+    assert round(facts[mk1, "fp16_mixed_peak"] / facts[mk1, "fp32_peak"]) == 4
 
 
 def test_unknown_preset_is_rejected() -> None:

@@ -110,8 +110,15 @@ def test_malformed_config_path_reports_the_config_error() -> None:
 
 def test_unknown_spec_lists_presets() -> None:
     expected = (
-        "unknown target 'arch-z': not a preset (arch-a, arch-b, pimcomp, pimsim-64), "
-        "not generic:P[:NS_PER_BYTE], and no file arch-z exists"
+        "unknown target 'arch-z': not a preset (arch-a, arch-b, pimcomp, pimsim-64, ipu-mk1, "
+        "ipu-mk2), not generic:P[:NS_PER_BYTE], and no file arch-z exists"
     )
     with pytest.raises(InvalidConfigError, match="^" + re.escape(expected) + "$"):
         resolve_target("arch-z")
+
+
+@pytest.mark.parametrize("name", ["ipu-mk1", "ipu-mk2"])
+def test_ipu_presets_resolve(name: str) -> None:
+    target = resolve_target(name)
+    assert target.name == name
+    assert target.cores in (1216, 1472)

@@ -52,6 +52,8 @@ import heapq
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
+import numpy as np
+
 from raptor_cp.exchange_format import ExchangePlan, Phase, Receive, TileRow, TransferMode
 from raptor_cp.heuristics.exchange_footprint import (
     INACTIVE_ROW,
@@ -87,7 +89,7 @@ class Encoding:
     rows: dict[tuple[int, int], EncodedRow]
     """Active rows keyed ``(phase index, tile)``."""
     exchange_cycles: dict[int, int]
-    """Cycles from the first to the last transferred word of each stored phase."""
+    """Cycles each stored phase's exchange takes (the end of its last transferred word)."""
     bases: tuple[int, ...]
     """Placed start address of each allocation."""
 
@@ -161,18 +163,24 @@ def _pieces(row: TileRow, limit: int, bases: tuple[int, ...]) -> list[_Piece]:
     return pieces
 
 
-def schedule_phase(phase: Phase, limit: int, bases: tuple[int, ...]) -> list[tuple[int, _Piece]]:
+def schedule_phase(
+    phase: Phase, limit: int, bases: tuple[int, ...], tiles: int
+) -> list[tuple[int, _Piece]]:
     """``(start cycle, piece)`` of every piece of ``phase`` (module docstring, "Timing")."""
-    queues = {row.tile: deque(_pieces(row, limit, bases)) for row in phase.rows if row.sends}
+    queues = {
+        row.tile: deque((p, np.asarray(p.receivers)) for p in _pieces(row, limit, bases))
+        for row in phase.rows
+        if row.sends
+    }
     send_free: dict[int, int] = defaultdict(int)
-    receive_free: dict[int, int] = defaultdict(int)
+    receive_free = np.zeros(tiles, dtype=np.int64)
     heap = [(0, tile) for tile in queues]
     heapq.heapify(heap)
     scheduled = []
     while heap:
         bound, tile = heapq.heappop(heap)
-        piece = queues[tile][0]
-        start = max(send_free[tile], *(receive_free[r] for r in piece.receivers))
+        piece, receivers = queues[tile][0]
+        start = max(send_free[tile], int(receive_free[receivers].max()))
         if start > bound:
             heapq.heappush(heap, (start, tile))
             continue
@@ -180,8 +188,7 @@ def schedule_phase(phase: Phase, limit: int, bases: tuple[int, ...]) -> list[tup
         scheduled.append((start, piece))
         end = start + piece.words
         send_free[tile] = end
-        for r in piece.receivers:
-            receive_free[r] = end
+        receive_free[receivers] = end
         if queues[tile]:
             heapq.heappush(heap, (end, tile))
     return scheduled
@@ -255,7 +262,7 @@ def encode_exchange(plan: ExchangePlan, bases: tuple[int, ...] | None = None) ->
     for phase, count in plan.stored_phases():
         receives = {(row.tile, r.payload, r.sender): r for row in phase.rows for r in row.receives}
         events: dict[int, list[_Event]] = {row.tile: [] for row in phase.rows}
-        scheduled = schedule_phase(phase, plan.max_transfer_words, bases)
+        scheduled = schedule_phase(phase, plan.max_transfer_words, bases, plan.tiles)
         for start, piece in scheduled:
             end = start + piece.words
             events[piece.sender].append(_Event(start, end, piece, None))

@@ -76,8 +76,12 @@ def supersteps(problem: LatencyProblem, schedule: Schedule) -> np.ndarray:
         When the schedule places a task wrongly or its core order contradicts
         the dependencies.
     """
-    graph = problem.graph
     core, _ = placement(problem, schedule)
+    return _supersteps(problem, schedule, core)
+
+
+def _supersteps(problem: LatencyProblem, schedule: Schedule, core: np.ndarray) -> np.ndarray:
+    graph = problem.graph
     n = graph.num_tasks
     core_list = core.tolist()
     src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
@@ -129,8 +133,8 @@ def build_exchange_plan(problem: LatencyProblem, schedule: Schedule) -> Exchange
             f"exchange plans need an ipu target (ipu-mk1, ipu-mk2), got {target.name}"
         )
     graph = problem.graph
-    step = supersteps(problem, schedule)
     core, slot = placement(problem, schedule)
+    step = _supersteps(problem, schedule, core)
     builder = _Builder(problem, schedule, core, slot, step)
     phases = builder.phases()
     compute = builder.compute()
@@ -156,12 +160,12 @@ class _Builder:
         slot: np.ndarray,
         step: np.ndarray,
     ) -> None:
-        self.problem = problem
         self.graph = problem.graph
         self.schedule = schedule
         self.core = core.tolist()
         self.slot = slot.tolist()
         self.step = step.tolist()
+        self.cost = task_costs(problem, core).tolist()
         self.allocations: list[Allocation] = []
         self._allocation_ids: dict[tuple[str, int, int], int] = {}
 
@@ -192,55 +196,73 @@ class _Builder:
         return addresses
 
     def phases(self) -> list[Phase]:
-        graph, core, step, slot = self.graph, self.core, self.step, self.slot
-        src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-        nbytes = graph.edge_bytes.tolist()
-        cross = [e for e in range(graph.num_edges) if core[src[e]] != core[dst[e]] and nbytes[e]]
+        """Every phase's rows: payloads, multicast receivers, sends and receives."""
+        graph = self.graph
+        tiles = len(self.schedule.core_order)
+        core, step, slot = (
+            np.asarray(x, dtype=np.int64) for x in (self.core, self.step, self.slot)
+        )
+        count = int(step.max(initial=0))
+        src, dst, nbytes = graph.edge_src, graph.edge_dst, graph.edge_bytes
+        cross = np.flatnonzero((core[src] != core[dst]) & (nbytes > 0))
+        if not cross.size:
+            return [Phase(k, ()) for k in range(count)]
+        s, b, tile = src[cross], nbytes[cross], core[dst[cross]]
+        phase = step[s]
+        # One payload per (producer, bytes), numbered in (phase, tile, producer slot,
+        # bytes, edge) order, the send order of each tile; `first` holds the position
+        # in that order of each payload's first edge.
+        send_order = np.lexsort((cross, b, slot[s], core[s], phase))
+        key = (s * (int(b.max()) + 1) + b)[send_order]
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        rank = np.empty_like(first)
+        rank[np.argsort(first)] = np.arange(first.size)
+        payload = np.empty(cross.size, dtype=np.int64)
+        payload[send_order] = rank[inverse.ravel()]
+        pairs = np.unique(payload * tiles + tile)
+        bounds = np.searchsorted(pairs // tiles, np.arange(first.size + 1)).tolist()
+        receiver_tiles = (pairs % tiles).tolist()
+        s_list, phase_list, tile_list = s.tolist(), phase.tolist(), tile.tolist()
+        payload_list = payload.tolist()
+        words = ((b + WORD_BYTES - 1) // WORD_BYTES).tolist()
         source = self.output_addresses()
-        # Payloads in (phase, tile, producer slot, bytes, edge) order: per-tile send order.
-        payload: dict[tuple[int, int], int] = {}
-        receivers: list[set[int]] = []
-        first_edge: list[int] = []
-        for e in sorted(
-            cross, key=lambda e: (step[src[e]], core[src[e]], slot[src[e]], nbytes[e], e)
-        ):
-            key = (src[e], nbytes[e])
-            if key not in payload:
-                payload[key] = len(first_edge)
-                first_edge.append(e)
-                receivers.append(set())
-            receivers[payload[key]].add(core[dst[e]])
         rows: dict[tuple[int, int], tuple[list[Send], list[Receive]]] = defaultdict(
             lambda: ([], [])
         )
-        for p, e in enumerate(first_edge):
-            task = src[e]
-            rows[step[task], core[task]][0].append(
-                Send(p, _words(nbytes[e]), tuple(sorted(receivers[p])), source[task])
+        for p, i in enumerate(send_order[np.sort(first)].tolist()):
+            receivers = tuple(receiver_tiles[bounds[p] : bounds[p + 1]])
+            task = s_list[i]
+            rows[phase_list[i], self.core[task]][0].append(
+                Send(p, words[i], receivers, source[task])
             )
-        operation = graph.operation.tolist()
-        received: set[tuple[int, int]] = set()
+        # Receives in capture order (phase, receiving tile, edge), once per payload and tile.
+        capture = np.lexsort((cross, tile, phase))
+        _, received = np.unique((payload * tiles + tile)[capture], return_index=True)
+        operation = graph.operation[s].tolist()
+        allocations: dict[tuple[int, int], int] = {}
         end: dict[int, int] = defaultdict(int)
-        for e in sorted(cross, key=lambda e: (step[src[e]], core[dst[e]], e)):
-            p, tile = payload[src[e], nbytes[e]], core[dst[e]]
-            if (p, tile) in received:
-                continue
-            received.add((p, tile))
-            allocation = self.allocation("in", operation[src[e]], tile)
-            words = _words(nbytes[e])
-            rows[step[src[e]], tile][1].append(
-                Receive(p, core[src[e]], words, Address(allocation, end[allocation]))
+        for i in capture[np.sort(received)].tolist():
+            key_in = (operation[i], tile_list[i])
+            allocation = allocations.get(key_in)
+            if allocation is None:
+                allocation = allocations[key_in] = self.allocation("in", *key_in)
+            rows[phase_list[i], tile_list[i]][1].append(
+                Receive(
+                    payload_list[i],
+                    self.core[s_list[i]],
+                    words[i],
+                    Address(allocation, end[allocation]),
+                )
             )
-            end[allocation] += WORD_BYTES * words
-        count = max(step, default=0)
+            end[allocation] += WORD_BYTES * words[i]
         by_phase: list[list[TileRow]] = [[] for _ in range(count)]
-        for (k, tile), (sends, receives) in sorted(rows.items()):
-            by_phase[k].append(TileRow(tile, tuple(sends), tuple(receives)))
+        for (k, t), (sends, receives) in sorted(rows.items()):
+            by_phase[k].append(TileRow(t, tuple(sends), tuple(receives)))
         return [Phase(k, tuple(r)) for k, r in enumerate(by_phase)]
 
     def compute(self) -> list[int]:
         """Busiest tile's compute time in each superstep."""
-        cost = task_costs(self.problem, np.asarray(self.core, dtype=np.int64)).tolist()
+        cost = self.cost
         busy: dict[tuple[int, int], int] = defaultdict(int)
         for task, tile in enumerate(self.core):
             busy[self.step[task], tile] += cost[task]
@@ -251,7 +273,7 @@ class _Builder:
 
     def compute_signatures(self) -> list[tuple[object, ...]]:
         """Per superstep, each tile's (operation, cost) sequence: the Repeat compute check."""
-        cost = task_costs(self.problem, np.asarray(self.core, dtype=np.int64)).tolist()
+        cost = self.cost
         operation = self.graph.operation.tolist()
         per_step: list[list[tuple[int, tuple[tuple[int, int], ...]]]] = [
             [] for _ in range(max(self.step, default=0) + 1)

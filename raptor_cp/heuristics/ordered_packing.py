@@ -11,8 +11,8 @@ bounded joint optimizer") build such curves for every stage a partition proposes
 one query is the ``Kpack`` of their complexity table.
 
 Algorithm: bottleneck binary search with a greedy feasibility probe, the classic
-method for the linear partition (bottleneck) problem (Frederickson 1991 surveys
-exact parametric variants; the probe below is the textbook greedy).
+method for the chains-on-chains (linear bottleneck partition) problem (Pinar and
+Aykanat 2004 survey it; Frederickson 1991 gives exact parametric variants).
 
 * Preprocessing, ``O(T + R + E log E)``: prefix sums of the loads, and for each
   start ``i`` the capacity *reach* ``reach[i]``, the largest ``j`` such that tasks
@@ -34,14 +34,15 @@ exact parametric variants; the probe below is the textbook greedy).
     edges sorted by their later end, and kept as a suffix minimum, so the furthest
     end with demand <= ``B`` is one ``searchsorted``. The greedy ignores what its
     end costs the next run, and the number of runs is not monotone in ``B``, so
-    this is a documented **heuristic** (exactness is claimed only when the cost
-    meets the load lower bound).
+    this is a documented **heuristic** (exactness is claimed only for one core and
+    when the cost meets the load lower bound).
 
 * Search for ``k`` cores: between the load bound ``max(max load, ceil(total / k))``
   and the best probe found with at most ``k`` runs. Probes are shared along a
-  curve: a probe that needs ``r`` runs bounds every ``k >= r`` from above and,
-  when it fails, every ``k < r`` from below. A success moves the upper end to the
-  probe's actual cost, not to its bound.
+  curve: a probe at ``B`` that needs ``r`` runs bounds every ``k >= r`` from above
+  by its cost and every ``k < r`` from below by ``B + 1`` (a proof without edges,
+  a search hint with them). A success moves the upper end to the probe's actual
+  cost, not to ``B``.
 
 Availability is exact in both cases: the greedy with an unlimited bound uses the
 fewest runs the capacity allows (``min_runs``), so ``k < min_runs`` is
@@ -51,16 +52,19 @@ curve is non-increasing: a packing stays feasible with idle extra cores.
 Complexity: a probe costs ``O(r log T)`` for ``r`` runs (plus, with edges,
 ``O(w + E_w)`` the first time a start is visited or its window grows, for ``w``
 ends within reach and ``E_w`` edges among them; kept windows take ``O(w)``
-memory each). One query does ``O(log L)`` probes for a load range ``L``
-(at most the largest task load wide once the search is bracketed); a curve of
-``K`` cores stops as soon as the cost meets the largest task load, which no core
-count beats.
+memory each, ``O(T^2)`` at worst over all starts). One query does ``O(log L)``
+probes for the width ``L`` of its initial bracket; recording a probe costs
+``O(K)``. A curve of ``K`` cores stops searching as soon as the cost meets the
+largest task load, which no core count beats. Measured on resnet18 lowered for
+arch-a with 4 lanes (1170 tasks, 3467 edges), the curve for 1..168 cores takes
+about 0.08 s without and 0.3 s with edges.
 
 References
 ----------
+A. Pinar and C. Aykanat, "Fast optimal load balancing algorithms for 1D
+partitioning", J. Parallel and Distributed Computing 64(8), 2004 (probes and
+bottleneck search).
 G. N. Frederickson, "Optimal algorithms for tree partitioning", SODA 1991.
-B. Olstad and F. Manne, "Efficient partitioning of sequences", IEEE Trans.
-Computers 44(11), 1995 (bottleneck search with greedy probes).
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ recovery"), then improves the best ones by bottleneck moves:
    core with the least demand after placing it (transfers to already placed
    neighbours included), then fewest new weight slots, then lowest core id.
 3. **Reuse-first**: tasks grouped by their weight set (groups by total load
-   descending, then first task; inside a group load descending). A task goes to the
-   least-loaded fitting core already holding all its weights; when none does, best
-   fit: least free slots left, then least demand, then lowest core id.
+   descending, then first task; inside a group load descending). A task goes to a
+   fitting core adding the fewest new slots: among cores already holding all its
+   weights the least loaded; otherwise best fit (least free slots left), then least
+   demand; then the lowest core id.
 4. **Recovery**, only when 2 and 3 both fail: the shared constructor
    `pack_resident_weights` (forward best fit, one reverse traversal, at most 16
    single-choice replays sharing 65,536 candidate checks) in the reuse-first
@@ -29,10 +30,13 @@ recovery"), then improves the best ones by bottleneck moves:
 **Bottleneck moves** (`_Assignment.rebalance`): repeatedly take the most loaded
 core (lowest id on ties) and move one of its tasks to the core where the larger
 of the two new demands is smallest, provided both end below the current maximum
-and the weights fit. The pair (maximum demand, cores at the maximum) decreases
-strictly, so the descent ends; it also stops after ``REBALANCE_CHECK_BUDGET``
-(task, core) evaluations. A move changes only the two cores' demands: a neighbour
-``u`` of the moved task on a third core is charged the edge before and after.
+and the weights fit; when no move qualifies, exchange one of its tasks with a task
+of another core under the same rule. The pair (maximum demand, cores at the
+maximum) decreases strictly, so the descent ends; it also stops once
+``REBALANCE_CHECK_BUDGET`` evaluations are spent (a move prices ``P`` cores, a swap
+``T`` partners, per task of the bottleneck core). A move or swap changes only the
+two cores' demands: a neighbour on a third core is charged the edge before and
+after.
 
 Bounds: `demand_lower_bound` (largest load, total load / cores) for the demand;
 `cores_needed` (distinct-weight union / capacity and the Martello-Toth bound
@@ -258,17 +262,22 @@ class _Assignment:
         self.weights = [np.array(sorted(set(w)), dtype=np.int64) for w in problem.task_weights]
         self.slots = np.array([int(self.size[w].sum()) for w in self.weights], dtype=np.int64)
         self.load = np.asarray(problem.loads, dtype=np.int64)
+        edges = [(a, b, ns) for a, b, ns in problem.edges if a != b and ns > 0]
+        self.edge_a, self.edge_b, self.edge_ns = np.array(edges, dtype=np.int64).reshape(-1, 3).T
         neighbours: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        for a, b, ns in problem.edges:
-            if a != b and ns > 0:
-                neighbours[a].append((b, ns))
-                neighbours[b].append((a, ns))
+        for a, b, ns in edges:
+            neighbours[a].append((b, ns))
+            neighbours[b].append((a, ns))
         self.nbr = [np.array([u for u, _ in lst], dtype=np.int64) for lst in neighbours]
         self.nbr_ns = [np.array([ns for _, ns in lst], dtype=np.int64) for lst in neighbours]
+        self.shift = self.load + self._sum_at(n, self.edge_a, self.edge_b, self.edge_ns)
+        """A task's load plus all its incident transfer time."""
         self.core = np.full(n, -1, dtype=np.int64)
         self.count = np.zeros((cores, self.size.shape[0]), dtype=np.int32)
         self.used = np.zeros(cores, dtype=np.int64)
         self.demand = np.zeros(cores, dtype=np.int64)
+        self.checks = 0
+        """Evaluations spent by the current `rebalance`."""
 
     @classmethod
     def from_cores(cls, problem: PackingProblem, core: Sequence[int]) -> _Assignment:
@@ -287,9 +296,17 @@ class _Assignment:
         cores = self.core[self.nbr[t]]
         placed = cores >= 0
         ns = self.nbr_ns[t][placed]
-        return np.bincount(cores[placed], weights=ns, minlength=self.used.shape[0]).astype(
-            np.int64
-        ), int(ns.sum())
+        on = np.zeros(self.used.shape[0], dtype=np.int64)
+        np.add.at(on, cores[placed], ns)
+        return on, int(ns.sum())
+
+    @staticmethod
+    def _sum_at(n: int, a: np.ndarray, b: np.ndarray, ns: np.ndarray) -> np.ndarray:
+        """Per task, the ``ns`` of the edges ``(a, b)`` it ends."""
+        total = np.zeros(n, dtype=np.int64)
+        np.add.at(total, a, ns)
+        np.add.at(total, b, ns)
+        return total
 
     def place(self, t: int, p: int) -> None:
         w = self.weights[t]
@@ -323,46 +340,117 @@ class _Assignment:
                 return None
             on, total = self.neighbour_ns_on(t)
             after = self.demand + int(self.load[t]) + total - on
-            if reuse_first and (fits & (new == 0)).any():
-                keys = (ids, after, np.where(fits & (new == 0), 0, 1))
-            elif reuse_first:
-                keys = (ids, after, np.where(fits, capacity - self.used - new, capacity + 1))
+            if reuse_first:
+                fewest = np.where(fits, new, np.iinfo(np.int64).max)
+                best = fewest == fewest.min()
+                left = capacity - self.used - new if fewest.min() > 0 else np.zeros_like(new)
+                keys = (ids, after, np.where(best, left, capacity + 1))
             else:
                 keys = (ids, new, np.where(fits, after, np.iinfo(np.int64).max))
             self.place(t, int(np.lexsort(keys)[0]))
         return self
 
     def rebalance(self, budget: int) -> int:
-        """Bottleneck moves (module docstring) within ``budget`` evaluations; returns the moves."""
-        capacity = self.problem.capacity
-        cores = self.used.shape[0]
-        moves = checks = 0
-        while checks + cores <= budget:
+        """Bottleneck moves and swaps (module docstring) within ``budget`` evaluations.
+
+        Returns the number of moves and swaps made.
+        """
+        changes = 0
+        self.checks = 0
+        while True:
             p = int(np.argmax(self.demand))
             worst = int(self.demand[p])
-            choice: tuple[int, int, int, int] | None = None
-            for t in np.flatnonzero(self.core == p).tolist():
-                if checks + cores > budget:
-                    break
-                checks += cores
-                on, total = self.neighbour_ns_on(t)
-                shift = int(self.load[t]) + total
-                left = worst - shift + 2 * int(on[p])
-                if left >= worst:
-                    continue
-                there = self.demand + shift - 2 * on
-                ok = (there < worst) & (self.used + self.new_slots(t) <= capacity)
-                ok[p] = False
-                if not ok.any():
-                    continue
-                q = int(np.argmin(np.where(ok, there, np.iinfo(np.int64).max)))
-                key = (max(left, int(there[q])), int(there[q]), t, q)
-                if choice is None or key < choice:
-                    choice = key
-            if choice is None:
+            move = self._best_move(p, worst, budget)
+            if move is not None:
+                t, q = move
+                self.remove(t)
+                self.place(t, q)
+            else:
+                swap = self._best_swap(p, worst, budget)
+                if swap is None:
+                    return changes
+                t, u = swap
+                q = int(self.core[u])
+                self.remove(t)
+                self.remove(u)
+                self.place(t, q)
+                self.place(u, p)
+            changes += 1
+
+    def _best_move(self, p: int, worst: int, budget: int) -> tuple[int, int] | None:
+        """Task of core ``p`` and target core whose move leaves both below ``worst``."""
+        capacity = self.problem.capacity
+        cores = self.used.shape[0]
+        choice: tuple[int, int, int, int] | None = None
+        for t in np.flatnonzero(self.core == p).tolist():
+            if self.checks + cores > budget:
                 break
-            t, q = choice[2], choice[3]
-            self.remove(t)
-            self.place(t, q)
-            moves += 1
-        return moves
+            self.checks += cores
+            on, total = self.neighbour_ns_on(t)
+            shift = int(self.load[t]) + total
+            left = worst - shift + 2 * int(on[p])
+            if left >= worst:
+                continue
+            there = self.demand + shift - 2 * on
+            ok = (there < worst) & (self.used + self.new_slots(t) <= capacity)
+            ok[p] = False
+            if not ok.any():
+                continue
+            q = int(np.argmin(np.where(ok, there, np.iinfo(np.int64).max)))
+            key = (max(left, int(there[q])), int(there[q]), t, q)
+            if choice is None or key < choice:
+                choice = key
+        return None if choice is None else (choice[2], choice[3])
+
+    def _best_swap(self, p: int, worst: int, budget: int) -> tuple[int, int] | None:
+        """Task ``t`` of core ``p`` and task ``u`` elsewhere whose exchange leaves both cores
+        below ``worst`` (the smaller larger demand wins; ties: ``t``, then ``u``).
+
+        For all ``u`` at once: ``t`` leaves ``p`` for ``q = core(u)``, then ``u`` leaves
+        ``q`` for ``p``, each step priced like a move with ``u``'s neighbour transfers
+        corrected for ``t``'s new place. Capacity is checked for the cheapest
+        candidates first.
+        """
+        n = self.core.shape[0]
+        a, b, ns = self.edge_a, self.edge_b, self.edge_ns
+        to_p = np.zeros(n, dtype=np.int64)
+        np.add.at(to_p, a, np.where(self.core[b] == p, ns, 0))
+        np.add.at(to_p, b, np.where(self.core[a] == p, ns, 0))
+        same = self._sum_at(n, a, b, np.where(self.core[a] == self.core[b], ns, 0))
+        choice: tuple[int, int, int] | None = None
+        for t in np.flatnonzero(self.core == p).tolist():
+            if self.checks + n > budget:
+                break
+            self.checks += n
+            on, _ = self.neighbour_ns_on(t)
+            with_t = np.zeros(n, dtype=np.int64)
+            np.add.at(with_t, self.nbr[t], self.nbr_ns[t])
+            shift_t = int(self.shift[t])
+            at_p = worst - shift_t + 2 * int(on[p]) + self.shift - 2 * (to_p - with_t)
+            at_q = (
+                self.demand[self.core] + shift_t - 2 * on[self.core]
+                - self.shift + 2 * (same + with_t)
+            )  # fmt: skip
+            larger = np.maximum(at_p, at_q)
+            ok = (self.core != p) & (larger < worst)
+            for u in np.flatnonzero(ok)[np.argsort(larger[ok], kind="stable")].tolist():
+                if choice is not None and int(larger[u]) >= choice[0]:
+                    break
+                if self._swap_fits(t, u):
+                    choice = (int(larger[u]), t, u)
+                    break
+        return None if choice is None else (choice[1], choice[2])
+
+    def _swap_fits(self, t: int, u: int) -> bool:
+        """Whether both cores keep their weights within capacity after exchanging ``t``, ``u``."""
+        for leaving, joining in ((t, u), (u, t)):
+            core = int(self.core[leaving])
+            used = int(self.used[core])
+            gone = {w for w in self.weights[leaving].tolist() if self.count[core, w] == 1}
+            used -= sum(int(self.size[w]) for w in gone)
+            for w in self.weights[joining].tolist():
+                if self.count[core, w] == 0 or w in gone:
+                    used += int(self.size[w])
+            if used > self.problem.capacity:
+                return False
+        return True

@@ -13,7 +13,8 @@ Both models are exact for the problem `check_packing` defines:
   self-loops dropped): core ``p`` pays for an edge with exactly one end on it, as
   `packing_demand` charges. ``peak`` lies between `demand_lower_bound` and, when a
   hint is given, the hint's objective.
-* `CpSatBinPackingModel` minimises ``sum_p used[p]`` with ``x[g,p] <= used[p]``,
+* `CpSatBinPackingModel` minimises ``sum_p used[p]`` with the capacity scaled by
+  ``used[p]`` (plus ``x[g,p] <= used[p]`` for groups without weight slots),
   ``used[p] >= used[p+1]`` and ``sum_p used[p] >= cores_needed``. Tasks with the
   same weight set form one group (they add no slots to a core holding them, so
   some optimum keeps them together), and only as many cores as the hint uses (or
@@ -42,7 +43,6 @@ OR-Tools ``bin_packing_sat`` sample; L2 bounds: Martello and Toth (1990).
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -88,8 +88,14 @@ class PackingVars:
     """Items in symmetry-breaking order."""
     pinned: int
     """Length of the pinned prefix of ``order``."""
-    chains: list[tuple[int, int]]
-    """Consecutive interchangeable items ``(i, j)`` with ``core(i) <= core(j)``."""
+    resident: dict[tuple[int, int], cp_model.IntVar]
+    """``resident[w, p]`` for the weights with several users."""
+    used: list[cp_model.IntVar]
+    """``used[p]`` (fewest-cores model only)."""
+    cut: dict[tuple[int, int, int], cp_model.IntVar]
+    """``cut[a, b, p]``: core ``p`` pays for the merged edge ``(a, b)`` (min-max model only)."""
+    peak: cp_model.IntVar | None
+    """The maximum demand (min-max model only)."""
     size: int
     """Model size in literals."""
     lower: int
@@ -159,28 +165,29 @@ class CpSatPackingModel:
         model = cp_model.CpModel()
         model.name = f"packing:{problem.name}"
         symmetry = _symmetry(problem, items, cores)
-        x = _assignment(model, problem, items, cores, symmetry, None)
+        x, resident = _assignment(model, problem, items, cores, symmetry, None)
         lower = demand_lower_bound(problem)
         top = sum(problem.loads) + 2 * sum(edges.values())
         peak = model.new_int_var(
             lower, max(lower, min(top, top if upper is None else upper)), "peak"
         )
         cut = {
-            (e, p): model.new_bool_var(f"cut[{a},{b},{p}]")
-            for e, (a, b) in enumerate(edges)
+            (a, b, p): model.new_bool_var(f"cut[{a},{b},{p}]")
+            for a, b in edges
             for p in range(cores)
         }
-        for e, (a, b) in enumerate(edges):
-            for p in range(cores):
-                model.add(cut[e, p] >= x[a][p] - x[b][p])
-                model.add(cut[e, p] >= x[b][p] - x[a][p])
-        ns = list(edges.values())
+        for (a, b, p), literal in cut.items():
+            model.add(literal >= x[a][p] - x[b][p])
+            model.add(literal >= x[b][p] - x[a][p])
         for p in range(cores):
             demand = sum(problem.loads[t] * x[t][p] for t in range(problem.num_tasks))
-            transfer = sum(ns[e] * cut[e, p] for e in range(len(ns)))
+            transfer = sum(ns * cut[a, b, p] for (a, b), ns in edges.items())
             model.add(peak >= demand + transfer)
         model.minimize(peak)
-        return model, PackingVars(problem, items, cores, x, *symmetry, size, lower)
+        variables = PackingVars(
+            problem, items, cores, x, *symmetry, resident, [], cut, peak, size, lower
+        )
+        return model, variables
 
     def extract(self, run: CpSatRun, variables: PackingVars) -> PackingSolution:
         """A checked `PackingSolution`; a disagreement with `packing_demand` is a model bug."""
@@ -263,13 +270,16 @@ class CpSatBinPackingModel:
         model.name = f"binpacking:{problem.name}"
         symmetry = _symmetry(problem, items, cores)
         used = [model.new_bool_var(f"used[{p}]") for p in range(cores)]
-        x = _assignment(model, problem, items, cores, symmetry, used)
+        x, resident = _assignment(model, problem, items, cores, symmetry, used)
         for p in range(cores - 1):
             model.add(used[p] >= used[p + 1])
         lower = cores_needed(problem)
         model.add(sum(used) >= lower)
         model.minimize(sum(used))
-        return model, PackingVars(problem, items, cores, x, *symmetry, size, lower)
+        variables = PackingVars(
+            problem, items, cores, x, *symmetry, resident, used, {}, None, size, lower
+        )
+        return model, variables
 
     def extract(self, run: CpSatRun, variables: PackingVars) -> CoreCountSolution:
         """A checked `CoreCountSolution` (cores relabelled ``0..used-1``)."""
@@ -320,42 +330,18 @@ def _refuse_large(problem: PackingProblem, size: int, max_size: int) -> None:
 
 def _symmetry(
     problem: PackingProblem, items: Sequence[tuple[int, ...]], cores: int
-) -> tuple[tuple[int, ...], int, list[tuple[int, int]]]:
-    """Symmetry order, its pinned prefix, and the chains of interchangeable items.
-
-    Items are *interchangeable* when they have the same load and slots, no edge,
-    and only private weights (used by no other item): swapping two of them changes
-    nothing. The order (slots, load descending, interchangeable last, id) keeps them
-    contiguous, and for consecutive ones ``(i, j)`` the model asks ``core(i) <=
-    core(j)``. Relabelling cores by first appearance and then sorting each such block
-    by core keeps every item ``k`` on a core ``<= k``, so all three reductions hold at
-    once for some optimal solution.
-    """
+) -> tuple[tuple[int, ...], int]:
+    """Symmetry order (slots, load descending, id) and its pinned pairwise-conflicting prefix."""
     weights = [_item_weights(problem, item) for item in items]
     load = [sum(problem.loads[t] for t in item) for item in items]
-    users: dict[int, int] = {}
-    for item_weights in weights:
-        for w in item_weights:
-            users[w] = users.get(w, 0) + 1
-    linked = {t for a, b, ns in problem.edges if a != b and ns > 0 for t in (a, b)}
-    free = [
-        all(users[w] == 1 for w in weights[i]) and linked.isdisjoint(item)
-        for i, item in enumerate(items)
-    ]
-    slots = [_slots(problem, w) for w in weights]
-    order = sorted(range(len(items)), key=lambda i: (-slots[i], -load[i], free[i], i))
+    order = sorted(range(len(items)), key=lambda i: (-_slots(problem, weights[i]), -load[i], i))
     pinned = 0
     while pinned < min(len(order), cores):
         item = weights[order[pinned]]
         if any(_slots(problem, item | weights[j]) <= problem.capacity for j in order[:pinned]):
             break
         pinned += 1
-    chains = [
-        (i, j)
-        for i, j in itertools.pairwise(order)
-        if free[i] and free[j] and (slots[i], load[i]) == (slots[j], load[j])
-    ]
-    return tuple(order), pinned, chains
+    return tuple(order), pinned
 
 
 def _assignment(
@@ -363,18 +349,14 @@ def _assignment(
     problem: PackingProblem,
     items: Sequence[tuple[int, ...]],
     cores: int,
-    symmetry: tuple[tuple[int, ...], int, list[tuple[int, int]]],
+    symmetry: tuple[tuple[int, ...], int],
     used: list[cp_model.IntVar] | None,
-) -> list[list[cp_model.IntVar]]:
-    """Assignment literals, residency and capacity (scaled by ``used`` when given)."""
+) -> tuple[list[list[cp_model.IntVar]], dict[tuple[int, int], cp_model.IntVar]]:
+    """Assignment and residency literals with the capacity (scaled by ``used`` when given)."""
     x = [[model.new_bool_var(f"x[{i},{p}]") for p in range(cores)] for i in range(len(items))]
     for i in range(len(items)):
         model.add_exactly_one(x[i])
-    order, pinned, chains = symmetry
-    for i, j in chains:
-        model.add(
-            sum(p * x[i][p] for p in range(1, cores)) <= sum(p * x[j][p] for p in range(1, cores))
-        )
+    order, pinned = symmetry
     for k, i in enumerate(order):
         if k < pinned:
             model.add(x[i][k] == 1)
@@ -384,23 +366,25 @@ def _assignment(
     for i, item in enumerate(items):
         for w in sorted(_item_weights(problem, item)):
             users.setdefault(w, []).append(i)
+    resident: dict[tuple[int, int], cp_model.IntVar] = {}
     for p in range(cores):
         terms = []
         for w in sorted(users):
             if len(users[w]) == 1:
-                resident = x[users[w][0]][p]
-            else:
-                resident = model.new_bool_var(f"resident[{w},{p}]")
-                for i in users[w]:
-                    model.add_implication(x[i][p], resident)
-            terms.append(problem.weight_size[w] * resident)
+                terms.append(problem.weight_size[w] * x[users[w][0]][p])
+                continue
+            resident[w, p] = model.new_bool_var(f"resident[{w},{p}]")
+            for i in users[w]:
+                model.add_implication(x[i][p], resident[w, p])
+            terms.append(problem.weight_size[w] * resident[w, p])
         if used is None:
             model.add(sum(terms) <= problem.capacity)
         else:
             model.add(sum(terms) <= problem.capacity * used[p])
             for i in range(len(items)):
-                model.add_implication(x[i][p], used[p])
-    return x
+                if not _slots(problem, _item_weights(problem, items[i])):
+                    model.add_implication(x[i][p], used[p])  # else capacity implies it
+    return x, resident
 
 
 def _usable_hint(
@@ -416,23 +400,27 @@ def _usable_hint(
 
 
 def _add_hint(model: cp_model.CpModel, variables: PackingVars, core: Sequence[int]) -> None:
-    """Hint item cores, relabelled to satisfy the symmetry breaking (see `_symmetry`)."""
+    """Hint every variable from item cores relabelled by first appearance along the order."""
     label: dict[int, int] = {}
     for i in variables.order:
         label.setdefault(core[i], len(label))
     hinted = [label[p] for p in core]
-    blocks: list[list[int]] = []
-    for i, j in variables.chains:
-        if blocks and blocks[-1][-1] == i:
-            blocks[-1].append(j)
-        else:
-            blocks.append([i, j])
-    for block in blocks:
-        for item, p in zip(block, sorted(hinted[i] for i in block), strict=True):
-            hinted[item] = p
     for i, row in enumerate(variables.x):
         for p, literal in enumerate(row):
             model.add_hint(literal, hinted[i] == p)
+    held = {
+        (w, hinted[i])
+        for i, item in enumerate(variables.items)
+        for w in _item_weights(variables.problem, item)
+    }
+    for key, literal in variables.resident.items():
+        model.add_hint(literal, key in held)
+    for p, literal in enumerate(variables.used):
+        model.add_hint(literal, p < len(label))
+    for (a, b, p), literal in variables.cut.items():
+        model.add_hint(literal, (hinted[a] == p) != (hinted[b] == p))
+    if variables.peak is not None:
+        model.add_hint(variables.peak, max(packing_demand(variables.problem, hinted), default=0))
 
 
 def _cores(run: CpSatRun, variables: PackingVars) -> tuple[int, ...]:

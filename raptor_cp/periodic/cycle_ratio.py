@@ -177,7 +177,7 @@ def _optimum(graph: PeriodicGraph, method: str, objective: str) -> CycleRatio | 
     if edges.size == 0:
         return None
     sign = 1 if objective == "max" else -1
-    weights = (sign * graph.w).tolist()
+    weights = sign * graph.w
     if method == "howard":
         from raptor_cp.periodic.howard import howard
 
@@ -187,7 +187,7 @@ def _optimum(graph: PeriodicGraph, method: str, objective: str) -> CycleRatio | 
     else:
         from raptor_cp.periodic.bisection import bisection
 
-        searched = bisection(graph, weights, edges)
+        searched = bisection(graph, weights.tolist(), edges)
         ratio, bound, cycle = searched.ratio, searched.bound, searched.cycle
         iterations, sweeps = searched.tests, searched.sweeps
     return CycleRatio(

@@ -40,7 +40,9 @@ def check_pipeline(
     idle = np.flatnonzero(task_stage < 0)
     if idle.size:
         t = int(idle[0])
-        raise ScheduleViolationError(f"task {names[t]!r} is on core {int(core[t])}, which has no stage")
+        raise ScheduleViolationError(
+            f"task {names[t]!r} is on core {int(core[t])}, which has no stage"
+        )
     group_stage: list[int] = []
     for g, tasks in enumerate(groups.tasks):
         stages = np.unique(task_stage[list(tasks)])

@@ -35,6 +35,7 @@ candidate order above.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -86,7 +87,9 @@ class PipelineCoreLayout:
             If a budget is below 1 or the budgets exceed the target's cores.
         """
         if any(b < 1 for b in budgets):
-            raise ScheduleViolationError(f"every stage needs at least one core, got {list(budgets)}")
+            raise ScheduleViolationError(
+                f"every stage needs at least one core, got {list(budgets)}"
+            )
         if sum(budgets) > target.cores:
             raise ScheduleViolationError(
                 f"stage budgets {list(budgets)} need {sum(budgets)} cores but {target.name} "
@@ -94,7 +97,7 @@ class PipelineCoreLayout:
             )
         path = snake_order(target)
         bounds = np.concatenate([[0], np.cumsum(budgets)]).tolist()
-        regions = tuple(path[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+        regions = tuple(path[a:b] for a, b in itertools.pairwise(bounds))
         return cls(path, regions)
 
     def stage_of_core(self, cores: int) -> tuple[int, ...]:
@@ -309,9 +312,7 @@ class StagePlacer:
             raise ScheduleViolationError(
                 f"stage packing uses {len(first_use)} cores but the stage has {len(region)}"
             )
-        retained = {
-            t: region[first_use[int(a)]] for t, a in zip(tasks, assignment, strict=True)
-        }
+        retained = {t: region[first_use[int(a)]] for t, a in zip(tasks, assignment, strict=True)}
         options: list[tuple[str, dict[int, int] | None]] = [
             ("retained", retained),
             ("greedy", self.greedy(tasks, region, edges)),

@@ -55,9 +55,7 @@ def task_stage_runs(task_stage: np.ndarray) -> list[list[int]]:
     change = np.flatnonzero(np.diff(task_stage)) + 1
     starts = np.concatenate([[0], change])
     stops = np.concatenate([change, [task_stage.size]])
-    return [
-        [int(a), int(b), int(task_stage[a])] for a, b in zip(starts, stops, strict=True)
-    ]
+    return [[int(a), int(b), int(task_stage[a])] for a, b in zip(starts, stops, strict=True)]
 
 
 def _stage_rows(plan: PipelinePlan, stage_costs: list[int | None]) -> list[dict[str, object]]:
@@ -130,7 +128,9 @@ def selection_document(
         "pipeline_depth": depth,
         "groups": [
             {"group": g, "operation": name, "tasks": len(tasks)}
-            for g, (name, tasks) in enumerate(zip(plan.groups.names, plan.groups.tasks, strict=True))
+            for g, (name, tasks) in enumerate(
+                zip(plan.groups.names, plan.groups.tasks, strict=True)
+            )
         ],
         "stages": _stage_rows(plan, stage_costs),
         "core_budgets": list(plan.budgets),

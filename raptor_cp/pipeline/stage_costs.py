@@ -5,18 +5,23 @@ on ``cores`` cores as the larger of two terms (the seeds' stage "packing /
 dependency priority", scheduling.md, "Throughput scheduling uses one bounded
 joint optimizer"):
 
-* the **packing cost**: the ordered-packing curve of the stage's `PackingProblem`
-  (`raptor_cp.heuristics.ordered_packing`): maximum per-core serial compute plus
-  incident same-stage transfer time; None (unavailable) when no ordered
+* the **packing cost**: the exact ordered-packing (bottleneck) cost of the
+  stage's tasks in packing order (`RangePacker`), where each task's load is its
+  compute time plus the transfer time of every edge incident to it, priced at
+  ``target.mean_transfer_ns(bytes)``; None (unavailable) when no ordered
   assignment fits the cores' resident-weight capacity;
 * the **dependency span** (`DependencySpans`): the stage's longest compute chain,
   which no core budget shortens.
 
-The stage's `PackingProblem` has the graph's task costs as loads, the tasks'
-resident weights (renumbered per stage), the smallest core capacity of the
-target, and one edge per same-stage dependency priced at
-``target.mean_transfer_ns(bytes)``: packing is abstract, physical distances are
-only known after layout, where placement prices them hop by hop.
+Transfers. `PackingProblem` charges an edge to both cores only when its ends sit
+on different cores of the same stage. Charging every incident edge to each task
+instead over-counts edges inside a run and edges to other stages, so the packing
+cost bounds from above the `packing_demand` of the ordered assignment it
+constructs; in exchange the loads no longer depend on the range, and one
+preprocessing of the whole sequence answers every range (``O(G² Q)`` queries in
+seconds, where a per-range `raptor_cp.heuristics.ordered_packing` search costs
+``O(T)`` Python work per query). Mean transfer times are used because packing is
+abstract; placement prices transfers hop by hop once cores are known.
 
 Packing order. Ordered packing cuts a task sequence into consecutive runs, so
 the sequence decides which tasks can share a core's weights. Lanes of one
@@ -26,31 +31,31 @@ weights once per lane. The packing order is therefore *weight-major* inside each
 group: tasks with resident weights first, by their smallest weight id, then by
 topological position (so each array group's lanes are consecutive), then the
 tasks without weights (reductions, vector work) in topological order. Groups
-stay in their order. This is a choice of this module, documented in
-docs/architecture.md.
+stay in their order, so groups ``[first, stop)`` are one contiguous range.
 
-Caching. Each range's ordered search is built once and queried for every core
-count the partition asks for (one `ordered_packing` per count; the DP asks
-its grid budgets for one range in a row, `minimax_budgets` a contiguous run of
-counts), so only the last range's `PackingProblem` is kept; costs are memoised
-per ``(first, stop, cores)``. `assignment` rebuilds the ordered packing of a
-chosen stage and, when order alone cannot fit the cores, falls back to the
-reuse-first stage packer (`raptor_cp.heuristics.stage_packing.pack_stage`).
+Caching. `tabulate` prices every range at given core counts in one batch (the
+partition DP's grid budgets); any other query prices its range's whole curve
+``1..P`` in one batch. Costs are memoised per ``(first, stop, cores)``.
+`assignment` returns the constructive ordered runs of a chosen stage, or the
+reuse-first stage packer's (`raptor_cp.heuristics.stage_packing.pack_stage`)
+assignment when that one has lower `packing_demand` on the stage's exact
+`PackingProblem`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.graph import ComputeGraph
-from raptor_cp.heuristics.ordered_packing import ordered_packing
 from raptor_cp.pipeline.groups import PipelineGroups
+from raptor_cp.pipeline.range_packing import UNAVAILABLE, RangePacker, capacity_reach
 from raptor_cp.pipeline.spans import DependencySpans
-from raptor_cp.pipeline_problems import PackingProblem
+from raptor_cp.pipeline_problems import PackingProblem, packing_demand
 from raptor_cp.targets.base import SchedulingTarget
 
 
@@ -73,10 +78,9 @@ def packing_order(graph: ComputeGraph, groups: PipelineGroups) -> np.ndarray:
 class StageCostStats:
     """Work and time spent answering stage-cost queries."""
 
-    queries: int = 0
-    """Distinct ``(first, stop, cores)`` priced."""
-    problems: int = 0
-    """Stage `PackingProblem` objects built."""
+    priced: int = 0
+    """``(first, stop, cores)`` triples priced by the range packer."""
+    batches: int = 0
     packing_s: float = 0.0
     spans_s: float = 0.0
 
@@ -85,80 +89,61 @@ class StageCosts:
     """``stage_cost(first, stop, cores)`` over the groups of one graph on one target."""
 
     def __init__(self, graph: ComputeGraph, target: SchedulingTarget, groups: PipelineGroups):
+        began = time.perf_counter()
         self.graph = graph
         self.groups = groups
+        self.cores = target.cores
         self.capacity = min(target.capacity(p) for p in range(target.cores))
         self.order = packing_order(graph, groups)
         self.position = np.empty(graph.num_tasks, dtype=np.int64)
         self.position[self.order] = np.arange(graph.num_tasks)
         self.offsets = groups.offsets
-        group = groups.group_of_task(graph.num_tasks)
-        ns = _mean_transfer(graph.edge_bytes, target)
-        keep = np.flatnonzero(ns > 0)
-        by_dst = keep[np.argsort(group[graph.edge_dst[keep]], kind="stable")]
-        self.edge_dst_group = group[graph.edge_dst[by_dst]]
-        self.edge_src_group = group[graph.edge_src[by_dst]]
-        self.edge_a = self.position[graph.edge_src[by_dst]]
-        self.edge_b = self.position[graph.edge_dst[by_dst]]
-        self.edge_ns = ns[by_dst]
+        self.group = groups.group_of_task(graph.num_tasks)
+        self.edge_ns = _mean_transfer(graph.edge_bytes, target)
+        incident = np.zeros(graph.num_tasks, dtype=np.int64)
+        np.add.at(incident, graph.edge_src, self.edge_ns)
+        np.add.at(incident, graph.edge_dst, self.edge_ns)
+        loads = (graph.cost + incident)[self.order]
+        sizes = graph.weight_size.tolist()
+        reach = capacity_reach(
+            [graph.task_weights[t] for t in self.order.tolist()], sizes, self.capacity
+        )
+        self.packer = RangePacker(loads, reach)
         self.spans = DependencySpans(graph, groups)
-        self.stats = StageCostStats()
+        self.stats = StageCostStats(packing_s=time.perf_counter() - began)
         self._costs: dict[tuple[int, int, int], int | None] = {}
-        self._last: tuple[tuple[int, int], PackingProblem] | None = None
 
-    def packing_problem(self, first: int, stop: int, cores: int) -> PackingProblem:
-        """The `PackingProblem` of groups ``[first, stop)`` on ``cores`` cores.
+    def _price(self, firsts: np.ndarray, stops: np.ndarray, cores: np.ndarray) -> None:
+        """Price a batch of ``(first, stop, cores)`` queries into the memo."""
+        began = time.perf_counter()
+        starts, ends = self.offsets[firsts], self.offsets[stops]
+        costs = self.packer.costs(starts, ends, cores)
+        for f, t, k, c in zip(
+            firsts.tolist(), stops.tolist(), cores.tolist(), costs.tolist(), strict=True
+        ):
+            self._costs[f, t, k] = None if c == UNAVAILABLE else c
+        self.stats.priced += int(firsts.shape[0])
+        self.stats.batches += 1
+        self.stats.packing_s += time.perf_counter() - began
 
-        Task ``i`` of the problem is ``stage_tasks(first, stop)[i]``.
-        """
-        if self._last is not None and self._last[0] == (first, stop):
-            problem = self._last[1]
-            return problem if problem.cores == cores else _with_cores(problem, cores)
-        self.stats.problems += 1
-        base = int(self.offsets[first])
-        tasks = self.order[base : int(self.offsets[stop])].tolist()
-        local: dict[int, int] = {}
-        task_weights = tuple(
-            tuple(local.setdefault(w, len(local)) for w in self.graph.task_weights[t])
-            for t in tasks
+    def tabulate(self, cores: Sequence[int]) -> None:
+        """Price every group range at every core count of ``cores`` in one batch."""
+        count = self.groups.count
+        firsts, stops = np.triu_indices(count + 1, k=1)
+        ks = np.asarray(sorted(set(cores)), dtype=np.int64)
+        self._price(
+            np.repeat(firsts, ks.shape[0]),
+            np.repeat(stops, ks.shape[0]),
+            np.tile(ks, firsts.shape[0]),
         )
-        size = self.graph.weight_size
-        lo, hi = np.searchsorted(self.edge_dst_group, [first, stop])
-        inside = np.flatnonzero(self.edge_src_group[lo:hi] >= first) + lo
-        edges = zip(
-            (self.edge_a[inside] - base).tolist(),
-            (self.edge_b[inside] - base).tolist(),
-            self.edge_ns[inside].tolist(),
-            strict=True,
-        )
-        problem = PackingProblem(
-            loads=tuple(self.graph.cost[self.order[base : base + len(tasks)]].tolist()),
-            task_weights=task_weights,
-            weight_size=tuple(int(size[w]) for w in local),
-            cores=cores,
-            capacity=self.capacity,
-            edges=tuple(edges),
-            name=f"{self.graph.name}: stage of groups [{first}, {stop})",
-        )
-        self._last = ((first, stop), problem)
-        return problem
-
-    def stage_tasks(self, first: int, stop: int) -> np.ndarray:
-        """Tasks of groups ``[first, stop)`` in packing order."""
-        return self.order[int(self.offsets[first]) : int(self.offsets[stop])]
 
     def packing_cost(self, first: int, stop: int, cores: int) -> int | None:
         """Ordered-packing cost of the stage on ``cores`` cores (None: unavailable)."""
         key = (first, stop, cores)
-        if key in self._costs:
-            return self._costs[key]
-        began = time.perf_counter()
-        self.stats.queries += 1
-        packing = ordered_packing(self.packing_problem(first, stop, cores))
-        cost = None if packing is None else packing.cost
-        self._costs[key] = cost
-        self.stats.packing_s += time.perf_counter() - began
-        return cost
+        if key not in self._costs:
+            ks = np.arange(1, max(cores, self.cores) + 1, dtype=np.int64)
+            self._price(np.full(ks.shape, first), np.full(ks.shape, stop), ks)
+        return self._costs[key]
 
     def span(self, first: int, stop: int) -> int:
         """Dependency span of groups ``[first, stop)``."""
@@ -171,38 +156,84 @@ class StageCosts:
         cost = self.packing_cost(first, stop, cores)
         return None if cost is None else max(cost, self.span(first, stop))
 
-    def assignment(self, first: int, stop: int, cores: int) -> tuple[tuple[int, ...], str]:
-        """A constructive packing of the stage on ``cores`` cores, aligned with
-        ``groups.range_tasks(first, stop)`` (topological order), and its packer.
+    def stage_tasks(self, first: int, stop: int) -> np.ndarray:
+        """Tasks of groups ``[first, stop)`` in packing order."""
+        return self.order[int(self.offsets[first]) : int(self.offsets[stop])]
 
-        The ordered packing when it fits (``ordered``); otherwise the reuse-first
-        stage packer (``stage``). Raises `NotFoundWithinBudgetError` when neither
-        finds one (a bounded-search result, not a proof).
+    def packing_problem(self, first: int, stop: int, cores: int) -> PackingProblem:
+        """The exact `PackingProblem` of groups ``[first, stop)`` on ``cores`` cores.
+
+        Task ``i`` of the problem is ``stage_tasks(first, stop)[i]``; weights are
+        renumbered in order of first use; edges are the same-stage dependencies
+        with their mean transfer time (zero-time edges left out).
         """
-        from raptor_cp.heuristics.stage_packing import pack_stage
+        base = int(self.offsets[first])
+        tasks = self.stage_tasks(first, stop)
+        local: dict[int, int] = {}
+        task_weights = tuple(
+            tuple(local.setdefault(w, len(local)) for w in self.graph.task_weights[t])
+            for t in tasks.tolist()
+        )
+        src, dst = self.graph.edge_src, self.graph.edge_dst
+        inside = np.flatnonzero(
+            (self.group[src] >= first) & (self.group[dst] < stop) & (self.edge_ns > 0)
+        )
+        edges = zip(
+            (self.position[src[inside]] - base).tolist(),
+            (self.position[dst[inside]] - base).tolist(),
+            self.edge_ns[inside].tolist(),
+            strict=True,
+        )
+        size = self.graph.weight_size
+        return PackingProblem(
+            loads=tuple(self.graph.cost[tasks].tolist()),
+            task_weights=task_weights,
+            weight_size=tuple(int(size[w]) for w in local),
+            cores=cores,
+            capacity=self.capacity,
+            edges=tuple(edges),
+            name=f"{self.graph.name}: stage of groups [{first}, {stop})",
+        )
 
+    def assignment(
+        self, first: int, stop: int, cores: int, improve: bool = True
+    ) -> tuple[tuple[int, ...], dict[str, object]]:
+        """A constructive packing of the stage on ``cores`` cores and its evidence.
+
+        The core of every task of ``groups.range_tasks(first, stop)`` (topological
+        order), from the ordered runs at the stage's packing cost or, with
+        ``improve``, from `pack_stage` when its assignment has a strictly lower
+        `packing_demand` on the exact problem. Raises `NotFoundWithinBudgetError`
+        when neither packs the stage (a bounded-search result, not a proof).
+        """
         problem = self.packing_problem(first, stop, cores)
-        packing = ordered_packing(problem)
-        if packing is not None:
-            core, packer = packing.assignment(), "ordered"
-        else:
+        cost = self.packing_cost(first, stop, cores)
+        evidence: dict[str, object] = {"packing_cost_ns": cost}
+        candidates: dict[str, tuple[int, ...]] = {}
+        if cost is not None:
+            base = int(self.offsets[first])
+            starts = self.packer.runs(base, int(self.offsets[stop]), cost)
+            bounds = [*starts, int(self.offsets[stop])]
+            candidates["ordered"] = tuple(
+                r for r in range(len(starts)) for _ in range(bounds[r], bounds[r + 1])
+            )
+        if improve:
+            from raptor_cp.heuristics.stage_packing import pack_stage
+
             solution = pack_stage(problem)
-            if solution.core is None:
-                raise NotFoundWithinBudgetError(
-                    f"{problem.name}: no packing on {cores} cores fits capacity "
-                    f"{self.capacity} ({solution.status.value})"
-                )
-            core, packer = solution.core, "stage"
+            evidence["stage_packer"] = solution.status.value
+            if solution.core is not None:
+                candidates["stage"] = solution.core
+        if not candidates:
+            raise NotFoundWithinBudgetError(
+                f"{problem.name}: no packing on {cores} cores fits capacity {self.capacity}"
+            )
+        demand = {name: max(packing_demand(problem, core)) for name, core in candidates.items()}
+        packer = min(demand, key=demand.__getitem__)  # ordered first on ties
+        evidence.update(packer=packer, demand_ns=demand)
         by_task = np.empty(self.graph.num_tasks, dtype=np.int64)
-        by_task[self.stage_tasks(first, stop)] = core
-        return tuple(by_task[self.groups.range_tasks(first, stop)].tolist()), packer
-
-
-def _with_cores(problem: PackingProblem, cores: int) -> PackingProblem:
-    """``problem`` on another core count (validation is repeated; it is O(T + R))."""
-    import dataclasses
-
-    return dataclasses.replace(problem, cores=cores)
+        by_task[self.stage_tasks(first, stop)] = candidates[packer]
+        return tuple(by_task[self.groups.range_tasks(first, stop)].tolist()), evidence
 
 
 def _mean_transfer(nbytes: np.ndarray, target: SchedulingTarget) -> np.ndarray:

@@ -141,13 +141,18 @@ class IpuTarget:
         fields = (c.tiles, c.sram_bytes, c.clock_mhz, c.workers, c.exchange_bytes_per_cycle)
         if min(*fields, c.amp_flops_per_cycle, c.max_transfer_words) < 1 or c.sync_cycles < 0:
             raise InvalidConfigError(f"ipu target {self.target_name}: non-positive chip field")
-        if self.weight_block_bytes is None:
-            object.__setattr__(self, "weight_block_bytes", c.sram_bytes // 4)
-        elif not 1 <= self.weight_block_bytes <= c.sram_bytes:
+        if self.weight_block_bytes is not None and not 1 <= self.weight_block_bytes <= c.sram_bytes:
             raise InvalidConfigError(
                 f"ipu target {self.target_name}: weight_block_bytes must be in "
                 f"1..{c.sram_bytes} (the tile SRAM), got {self.weight_block_bytes}"
             )
+
+    @property
+    def block_bytes(self) -> int:
+        """The weight block limit in force (`weight_block_bytes` or a quarter of the SRAM)."""
+        if self.weight_block_bytes is None:
+            return self.chip.sram_bytes // 4
+        return self.weight_block_bytes
 
     @classmethod
     def preset(cls, name: str, weight_block_bytes: int | None = None) -> IpuTarget:
@@ -190,7 +195,7 @@ class IpuTarget:
         return self.chip.sram_bytes
 
     def weight_tiling(self, height: int, width: int, bits: int) -> WeightTiling:
-        """Blocks of at most `weight_block_bytes`, cut by columns first.
+        """Blocks of at most `block_bytes`, cut by columns first.
 
         Whole-height column blocks need no partial-sum reduction, so rows are
         cut only when one column alone exceeds the block; both cuts are
@@ -203,7 +208,7 @@ class IpuTarget:
                 f"cannot tile a {height}x{width} weight matrix at {bits} bits onto {self.name}"
             )
         element = _ceil_div(bits, 8)
-        limit = int(self.weight_block_bytes or 0)
+        limit = self.block_bytes
         rows = _balanced(height, _ceil_div(height * element, limit))
         tallest = rows[0]
         columns = _balanced(width, _ceil_div(width, max(1, limit // (tallest * element))))
@@ -254,7 +259,7 @@ class IpuTarget:
             "sync_cycles": c.sync_cycles,
             "amp_flops_per_cycle_fp16": c.amp_flops_per_cycle,
             "max_transfer_words": c.max_transfer_words,
-            "weight_block_bytes": self.weight_block_bytes,
+            "weight_block_bytes": self.block_bytes,
             "capacity": "tile SRAM bytes (1 slot = 1 byte)",
         }
 

@@ -1,0 +1,137 @@
+"""Tests of the CP-SAT packing models against brute force, the heuristics and known optima."""
+
+from __future__ import annotations
+
+import pathlib
+import random
+
+import pytest
+from test_stage_packing import brute_force, random_problem
+
+from raptor_cp.errors import RaptorError
+from raptor_cp.heuristics.stage_packing import check_core_count, fewest_cores, pack_stage
+from raptor_cp.models.packing import CpSatBinPackingModel, CpSatPackingModel, _add_hint
+from raptor_cp.models.solve import SolveSettings, run_cpsat
+from raptor_cp.pipeline_problems import PackingProblem, check_packing
+from raptor_cp.problems import Status
+
+BPP = pathlib.Path(__file__).parent / "data" / "bpp"
+EXACT = CpSatPackingModel(time_limit_s=5.0, workers=1)
+BINS = CpSatBinPackingModel(time_limit_s=5.0, workers=1)
+
+
+def plain_bin_packing(sizes: list[int], capacity: int, name: str = "bpp") -> PackingProblem:
+    n = len(sizes)
+    return PackingProblem(
+        (0,) * n, tuple((i,) for i in range(n)), tuple(sizes), n, capacity, name=name
+    )
+
+
+def read_bpp(name: str) -> PackingProblem:
+    values = [int(x) for x in (BPP / name).read_text().split()]
+    return plain_bin_packing(values[2 : 2 + values[0]], values[1], name)
+
+
+@pytest.mark.parametrize("with_edges", [False, True])
+def test_heuristic_is_never_below_the_cpsat_optimum_nor_that_below_the_bound(
+    with_edges: bool,
+) -> None:
+    rng = random.Random(31 + with_edges)
+    for _ in range(40):
+        problem = random_problem(rng, with_edges)
+        best, fewest = brute_force(problem)
+        heuristic, exact = pack_stage(problem), EXACT.solve(problem)
+        counted, bins = fewest_cores(problem), BINS.solve(problem)
+        for solution in (heuristic, exact):
+            check_packing(problem, solution)
+        for solution in (counted, bins):
+            check_core_count(problem, solution)
+        if best is None:
+            assert exact.status == bins.status == Status.INFEASIBLE
+            continue
+        assert exact.status == Status.OPTIMAL and exact.objective == best
+        assert heuristic.objective is not None and exact.bound is not None
+        assert heuristic.objective >= exact.objective >= exact.bound >= heuristic.bound
+        assert bins.status == Status.OPTIMAL and bins.objective == fewest
+        assert counted.objective is not None and counted.objective >= bins.objective
+
+
+def test_unhinted_models_reach_the_same_optima() -> None:
+    rng = random.Random(33)
+    for _ in range(20):
+        problem = random_problem(rng, with_edges=True)
+        best, fewest = brute_force(problem)
+        exact = CpSatPackingModel(time_limit_s=5.0, workers=1, use_hint=False).solve(problem)
+        bins = CpSatBinPackingModel(time_limit_s=5.0, workers=1, use_hint=False).solve(problem)
+        assert exact.objective == best and bins.objective == fewest
+        assert exact.details["hint"] == "none"
+
+
+def test_transfer_terms_are_charged_as_packing_demand() -> None:
+    # 2 cores, loads 4 each; the heavy edge 0-3 must stay inside a core, the light
+    # edges 0-1 and 2-3 are cut: each core pays 4 + 4 + 1 + 1.
+    edges = ((0, 3, 50), (0, 1, 1), (2, 3, 1))
+    problem = PackingProblem((4, 4, 4, 4), ((),) * 4, (), 2, 0, edges)
+    solution = EXACT.solve(problem)
+    assert solution.core is not None and solution.core[0] == solution.core[3]
+    assert (solution.objective, solution.status) == (10, Status.OPTIMAL)
+
+
+def test_shared_weights_cap_the_copies() -> None:
+    # Weight 0 (4 slots) fits once per core next to nothing else; its lanes must
+    # share the core that holds it although a second core would balance the load.
+    weights = ((0,), (0,), (0,), (1,))
+    problem = PackingProblem((5, 5, 5, 1), weights, (4, 4), 2, 4)
+    solution = EXACT.solve(problem)
+    assert (solution.objective, solution.status) == (15, Status.OPTIMAL)
+
+
+def test_bins_beat_best_fit_decreasing_on_a_small_instance() -> None:
+    problem = plain_bin_packing([5, 4, 4, 3, 2, 2], 10)
+    heuristic = fewest_cores(problem)
+    solution = BINS.solve(problem)
+    check_core_count(problem, solution)
+    assert heuristic.objective == 3
+    assert (solution.objective, solution.bound, solution.status) == (2, 2, Status.OPTIMAL)
+    assert solution.details["hint"] == "fewest-cores: 3 cores"
+
+
+@pytest.mark.parametrize(("name", "optimal"), [("N1C1W1_A.BPP", 25), ("N1C1W1_C.BPP", 20)])
+def test_scholl_instances_reach_their_known_optimum(name: str, optimal: int) -> None:
+    problem = read_bpp(name)
+    solution = BINS.solve(problem)
+    check_core_count(problem, solution)
+    assert (solution.objective, solution.status) == (optimal, Status.OPTIMAL)
+    assert fewest_cores(problem).objective in (optimal, optimal + 1)
+
+
+def test_too_few_cores_for_the_weights_is_proved_infeasible() -> None:
+    problem = PackingProblem((1, 1, 1), ((0,), (1,), (2,)), (6, 6, 6), 2, 10)
+    assert EXACT.solve(problem).status == Status.INFEASIBLE
+    assert BINS.solve(problem).status == Status.INFEASIBLE
+
+
+@pytest.mark.parametrize("model", [EXACT, BINS])
+def test_relabelled_hint_satisfies_the_symmetry_breaking(
+    model: CpSatPackingModel | CpSatBinPackingModel,
+) -> None:
+    # Fix every hinted value: the model must stay feasible. The hint puts the big
+    # items on high cores, so it only fits after relabelling.
+    sizes = [6, 6, 3, 3, 2, 2]
+    problem = PackingProblem((1, 2, 3, 4, 5, 6), tuple((i,) for i in range(6)), tuple(sizes), 4, 10)
+    hint = (3, 2, 3, 2, 1, 1)
+    model_, variables = model.build(problem)
+    _add_hint(model_, variables, hint)
+    proto = model_.proto
+    for var, value in zip(proto.solution_hint.vars, proto.solution_hint.values, strict=True):
+        model_.add(model_.get_int_var_from_proto_index(var) == value)
+    assert variables.pinned == 2
+    assert run_cpsat(model_, SolveSettings(5.0, workers=1)).has_solution
+
+
+def test_oversized_model_is_refused() -> None:
+    problem = PackingProblem((1,) * 10, ((),) * 10, (), 10, 0, name="big")
+    with pytest.raises(
+        RaptorError, match=r"^big: exact packing model too large \(100 literals > max_size 99\)"
+    ):
+        CpSatPackingModel(max_size=99).build(problem)

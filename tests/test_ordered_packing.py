@@ -1,0 +1,153 @@
+"""Tests of the ordered packing curves (consecutive runs of tasks per core)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+
+import pytest
+
+from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.heuristics.ordered_packing import (
+    demand_lower_bound,
+    ordered_packing,
+    ordered_packing_curve,
+)
+from raptor_cp.pipeline_problems import PackingProblem, check_packing, packing_demand
+from raptor_cp.problems import Status
+
+
+def brute_force(problem: PackingProblem, cores: int) -> int | None:
+    """Cheapest ordered assignment on ``cores`` cores by enumerating every cut set."""
+    n = problem.num_tasks
+    best = None
+    on_k = dataclasses.replace(problem, cores=cores)
+    for runs in range(1, min(cores, n) + 1):
+        for cuts in itertools.combinations(range(1, n), runs - 1):
+            bounds = (0, *cuts, n)
+            held = [
+                {w for t in range(bounds[r], bounds[r + 1]) for w in problem.task_weights[t]}
+                for r in range(runs)
+            ]
+            if any(sum(problem.weight_size[w] for w in ws) > problem.capacity for ws in held):
+                continue
+            core = tuple(r for r in range(runs) for _ in range(bounds[r], bounds[r + 1]))
+            cost = max(packing_demand(on_k, core))
+            best = cost if best is None else min(best, cost)
+    return best
+
+
+def random_problem(rng: random.Random, with_edges: bool) -> PackingProblem:
+    n, kinds = rng.randint(1, 8), rng.randint(1, 4)
+    sizes = tuple(rng.randint(1, 4) for _ in range(kinds))
+    weights = tuple(
+        tuple(rng.sample(range(kinds), rng.randint(0, min(2, kinds)))) for _ in range(n)
+    )
+    widest = max(sum(sizes[w] for w in set(ws)) for ws in weights)
+    edges = ()
+    if with_edges:
+        edges = tuple(
+            (rng.randrange(n), rng.randrange(n), rng.randint(0, 6))
+            for _ in range(rng.randint(0, 6))
+        )
+    loads = tuple(rng.randint(0, 9) for _ in range(n))
+    return PackingProblem(loads, weights, sizes, 1, widest + rng.randint(0, 4), edges)
+
+
+def test_curve_is_exact_without_edges() -> None:
+    rng = random.Random(11)
+    for _ in range(300):
+        problem = random_problem(rng, with_edges=False)
+        curve = ordered_packing_curve(problem, 5)
+        for k, entry in enumerate(curve, start=1):
+            expected = brute_force(problem, k)
+            if expected is None:
+                assert entry is None
+                continue
+            assert entry is not None and entry.exact
+            assert entry.cost == expected
+
+
+def test_curve_with_edges_never_beats_the_brute_force_optimum() -> None:
+    rng = random.Random(12)
+    for _ in range(300):
+        problem = random_problem(rng, with_edges=True)
+        for k, entry in enumerate(ordered_packing_curve(problem, 5), start=1):
+            expected = brute_force(problem, k)
+            assert (entry is None) == (expected is None)
+            if entry is not None and expected is not None:
+                assert entry.cost >= expected
+                assert not entry.exact or entry.cost == expected
+
+
+def test_every_entry_is_a_checked_constructive_assignment() -> None:
+    rng = random.Random(13)
+    for _ in range(100):
+        problem = random_problem(rng, with_edges=True)
+        for k, entry in enumerate(ordered_packing_curve(problem, 4), start=1):
+            if entry is None:
+                continue
+            on_k = dataclasses.replace(problem, cores=k)
+            solution = entry.solution(on_k)
+            check_packing(on_k, solution)  # capacity, core ids and objective == demand
+            assert entry.runs <= k and list(entry.assignment()) == sorted(entry.assignment())
+
+
+def test_unavailable_when_capacity_cannot_be_met_in_order() -> None:
+    # Weights alternate A, B, A, B and a core holds one of them: in order every task
+    # needs its own run, although two cores suffice when order is free.
+    problem = PackingProblem((1, 1, 1, 1), ((0,), (1,), (0,), (1,)), (2, 2), 2, 2)
+    curve = ordered_packing_curve(problem, 4)
+    assert curve[:3] == [None, None, None]
+    assert curve[3] is not None and curve[3].starts == (0, 1, 2, 3)
+    assert ordered_packing(problem) is None
+
+
+def test_curve_is_non_increasing_and_keeps_the_largest_load_once_reached() -> None:
+    problem = PackingProblem((5, 1, 1, 1, 1, 5), ((),) * 6, (), 1, 0)
+    costs = [entry.cost for entry in ordered_packing_curve(problem, 6) if entry is not None]
+    assert costs == [14, 7, 5, 5, 5, 5]
+    assert demand_lower_bound(problem, 3) == 5
+
+
+def test_single_query_agrees_with_the_curve() -> None:
+    rng = random.Random(14)
+    for _ in range(100):
+        problem = random_problem(rng, with_edges=False)
+        curve = ordered_packing_curve(problem, 4)
+        for k in range(1, 5):
+            alone = ordered_packing(problem, k)
+            assert (alone is None) == (curve[k - 1] is None)
+            assert alone is None or alone.cost == curve[k - 1].cost
+
+
+def test_a_run_takes_in_a_partner_to_save_its_transfer() -> None:
+    # Tasks 1 and 2 exchange 10 ns. Cutting between them costs both runs 10 more;
+    # the greedy looks past the first end above the bound and keeps them together.
+    problem = PackingProblem((3, 1, 1, 3), ((),) * 4, (), 2, 0, edges=((1, 2, 10),))
+    packing = ordered_packing(problem)
+    assert packing is not None
+    assert packing.starts == (0, 3)
+    assert packing.cost == 5
+
+
+def test_one_core_costs_the_total_load_and_is_optimal_at_the_bound() -> None:
+    problem = PackingProblem((2, 3), ((0,), (0,)), (4,), 1, 4, edges=((0, 1, 7),))
+    packing = ordered_packing(problem)
+    assert packing is not None and (packing.cost, packing.exact) == (5, True)
+    assert packing.solution(problem).status == Status.OPTIMAL
+
+
+def test_zero_cores_are_rejected() -> None:
+    problem = PackingProblem((1,), ((),), (), 1, 0, name="stage0")
+    with pytest.raises(
+        InvalidInstanceError, match=r"^stage0: ordered packing needs >= 1 core, got 0$"
+    ):
+        ordered_packing_curve(problem, 0)
+
+
+def test_empty_stage_costs_nothing() -> None:
+    problem = PackingProblem((), (), (), 1, 0)
+    packing = ordered_packing(problem)
+    assert packing is not None and (packing.cost, packing.assignment()) == (0, ())

@@ -1,0 +1,181 @@
+"""Tests of reuse-first stage packing and the fewest-cores (bin packing) variant."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+
+import pytest
+
+from raptor_cp.errors import ScheduleViolationError
+from raptor_cp.heuristics.stage_packing import (
+    CoreCountSolution,
+    bin_packing_lower_bound,
+    check_core_count,
+    cores_needed,
+    fewest_cores,
+    pack_stage,
+)
+from raptor_cp.pipeline_problems import PackingProblem, check_packing, packing_demand
+from raptor_cp.problems import Status
+
+
+def brute_force(problem: PackingProblem) -> tuple[int | None, int | None]:
+    """(least maximum demand on ``problem.cores`` cores, fewest cores) by enumeration."""
+    best = fewest = None
+    for core in itertools.product(range(problem.cores), repeat=problem.num_tasks):
+        held: list[set[int]] = [set() for _ in range(problem.cores)]
+        for t, p in enumerate(core):
+            held[p].update(problem.task_weights[t])
+        if any(sum(problem.weight_size[w] for w in ws) > problem.capacity for ws in held):
+            continue
+        demand = max(packing_demand(problem, core), default=0)
+        best = demand if best is None else min(best, demand)
+        fewest = len(set(core)) if fewest is None else min(fewest, len(set(core)))
+    return best, fewest
+
+
+def random_problem(rng: random.Random, with_edges: bool) -> PackingProblem:
+    n, kinds, cores = rng.randint(1, 6), rng.randint(1, 5), rng.randint(1, 3)
+    sizes = tuple(rng.randint(1, 5) for _ in range(kinds))
+    weights = tuple(
+        tuple(rng.sample(range(kinds), rng.randint(0, min(2, kinds)))) for _ in range(n)
+    )
+    widest = max(sum(sizes[w] for w in set(ws)) for ws in weights)
+    edges = ()
+    if with_edges:
+        edges = tuple(
+            (rng.randrange(n), rng.randrange(n), rng.randint(0, 6))
+            for _ in range(rng.randint(0, 6))
+        )
+    loads = tuple(rng.randint(0, 9) for _ in range(n))
+    return PackingProblem(loads, weights, sizes, cores, widest + rng.randint(0, 5), edges)
+
+
+@pytest.mark.parametrize("with_edges", [False, True])
+def test_heuristics_never_beat_brute_force_and_respect_their_bounds(with_edges: bool) -> None:
+    rng = random.Random(21 + with_edges)
+    for _ in range(250):
+        problem = random_problem(rng, with_edges)
+        best, fewest = brute_force(problem)
+        packed = pack_stage(problem)
+        check_packing(problem, packed)
+        counted = fewest_cores(problem)
+        check_core_count(problem, counted)
+        if best is None:
+            assert packed.core is None and counted.core is None
+            continue
+        assert packed.objective is not None and packed.bound is not None
+        assert packed.objective >= best >= packed.bound
+        assert packed.status != Status.OPTIMAL or packed.objective == best
+        assert counted.objective is not None and counted.bound is not None
+        assert counted.objective >= fewest >= counted.bound
+
+
+def test_lanes_sharing_a_weight_are_packed_onto_its_core() -> None:
+    # Two weights of a whole core each, four lanes per weight: every core holds one
+    # weight and its lanes; the demand is the four lanes' load.
+    weights = ((0,),) * 4 + ((1,),) * 4
+    problem = PackingProblem((3,) * 8, weights, (6, 6), 2, 6)
+    solution = pack_stage(problem)
+    assert solution.core == (0, 0, 0, 0, 1, 1, 1, 1)
+    assert (solution.objective, solution.status) == (12, Status.OPTIMAL)
+
+
+def test_rebalance_moves_lanes_off_a_stacked_core() -> None:
+    # Reuse-first stacks all four lanes of weight 0 on one core; with room for a
+    # second copy, bottleneck moves spread them out.
+    problem = PackingProblem((5, 5, 5, 5), ((0,),) * 4, (1,), 2, 10)
+    solution = pack_stage(problem)
+    assert solution.details["constructed"]["reuse-first"] == 20
+    assert solution.details["moves"]["reuse-first"] == 2
+    assert solution.details["rebalanced"]["reuse-first"] == 10
+    assert solution.objective == solution.bound == 10
+
+
+def test_transfers_keep_partners_together() -> None:
+    # Without the edge, {0, 1} / {2, 3} and {0, 2} / {1, 3} tie; the 9 ns transfer
+    # between tasks 0 and 3 is saved only by putting them on one core.
+    problem = PackingProblem((4, 4, 4, 4), ((),) * 4, (), 2, 0, edges=((0, 3, 9),))
+    solution = pack_stage(problem)
+    assert solution.core is not None and solution.core[0] == solution.core[3]
+    assert solution.objective == 8
+
+
+def test_shared_constructor_recovers_when_both_greedy_candidates_fail() -> None:
+    # Found by random search: the load-aware and reuse-first greedy constructions
+    # fail, and the shared constructor succeeds with its reverse traversal.
+    problem = PackingProblem((4, 1, 1, 4, 2), ((2,), (1, 3), (0,), (2,), (1,)), (3, 3, 4, 2), 2, 7)
+    solution = pack_stage(problem)
+    check_packing(problem, solution)
+    assert list(solution.details["constructed"]) == ["recovery"]
+    assert solution.details["recovery_constructions"] == 1
+    assert solution.objective == 9
+
+
+def test_fewer_cores_than_the_weights_need_is_proved_infeasible() -> None:
+    # Three weights of 6 slots, cores of 10: no two fit together (L2 = 3 > 2 cores).
+    problem = PackingProblem((1, 1, 1), ((0,), (1,), (2,)), (6, 6, 6), 2, 10)
+    assert cores_needed(problem) == 3
+    assert pack_stage(problem).status == Status.INFEASIBLE
+    assert fewest_cores(problem).status == Status.INFEASIBLE
+
+
+def test_bin_packing_lower_bound_beats_the_continuous_bound() -> None:
+    assert bin_packing_lower_bound([6, 6, 6], 10) == 3  # continuous bound: 2
+    assert bin_packing_lower_bound([6, 6, 6, 4, 4, 4], 10) == 3
+    assert bin_packing_lower_bound([], 10) == 0
+    assert bin_packing_lower_bound([5, 5, 5, 5], 10) == 2
+
+
+def test_fewest_cores_solves_small_plain_bin_packing() -> None:
+    # One weight per item, zero loads: plain bin packing with 3 optimal bins.
+    sizes = (6, 6, 6, 4, 4, 4)
+    problem = PackingProblem((0,) * 6, tuple((i,) for i in range(6)), sizes, 6, 10)
+    solution = fewest_cores(problem)
+    check_core_count(problem, solution)
+    assert (solution.objective, solution.status) == (3, Status.OPTIMAL)
+
+
+def test_tasks_with_the_same_weights_share_a_core() -> None:
+    problem = PackingProblem((1,) * 6, ((0,), (1,), (0,), (1,), (0,), (1,)), (3, 3), 6, 5)
+    solution = fewest_cores(problem)
+    assert solution.core == (0, 1, 0, 1, 0, 1)
+    assert solution.objective == 2
+
+
+def test_replays_find_two_bins_where_best_fit_decreasing_needs_three() -> None:
+    # Best fit decreasing: 5+4, 3+3+3, then 2 needs a third bin. On two cores the
+    # forward and reverse constructions fail and a single-choice replay finds
+    # 5+3+2 / 4+3+3.
+    sizes = (5, 4, 3, 3, 3, 2)
+    problem = PackingProblem((0,) * 6, tuple((i,) for i in range(6)), sizes, 6, 10)
+    solution = fewest_cores(problem)
+    assert solution.details["attempts"] == [(6, True, 0, 36), (2, True, 5, 40)]
+    assert (solution.objective, solution.status) == (2, Status.OPTIMAL)
+
+
+def test_fewest_cores_can_stay_above_the_optimum() -> None:
+    # 5+3+2 / 4+4+2 fits two bins, but neither best fit decreasing nor its bounded
+    # recovery on two cores finds it: a heuristic answer, not a proof.
+    sizes = (5, 4, 4, 3, 2, 2)
+    problem = PackingProblem((0,) * 6, tuple((i,) for i in range(6)), sizes, 6, 10)
+    assert brute_force(dataclasses.replace(problem, cores=2))[1] == 2
+    solution = fewest_cores(problem)
+    assert (solution.objective, solution.bound, solution.status) == (3, 2, Status.FEASIBLE)
+
+
+def test_check_core_count_rejects_a_wrong_count() -> None:
+    problem = PackingProblem((0, 0), ((0,), (1,)), (1, 1), 2, 1, name="bins")
+    wrong = CoreCountSolution((0, 1), Status.FEASIBLE, "test", objective=1)
+    with pytest.raises(
+        ScheduleViolationError, match=r"^bins: reported 1 cores but the assignment uses 2$"
+    ):
+        check_core_count(problem, wrong)
+
+
+def test_one_core_is_the_whole_stage() -> None:
+    problem = PackingProblem((2, 3), ((0,), (1,)), (1, 1), 1, 2, edges=((0, 1, 5),))
+    solution = pack_stage(dataclasses.replace(problem))
+    assert (solution.core, solution.objective, solution.status) == ((0, 0), 5, Status.OPTIMAL)
