@@ -132,7 +132,10 @@ def run_cpsat(time_limit: float, workers: int, every: int) -> None:
     from raptor_cp.models.packing import CpSatBinPackingModel
 
     model = CpSatBinPackingModel(time_limit, workers, deterministic=False)
-    fields = ["set", "instance", "n", "optimal", "hint_bins", "bins", "bound", "status", "wall_s"]
+    fields = [
+        "set", "instance", "n", "optimal", "hint_bins", "bins", "bound", "status", "wall_s",
+        "time_limit_s", "workers", "load1",
+    ]  # fmt: skip
     rows = Rows("cpsat", fields)
     scholl = 0
     for group, name, sizes, capacity, optimal in bin_packing_instances():
@@ -149,7 +152,8 @@ def run_cpsat(time_limit: float, workers: int, every: int) -> None:
                 "set": group, "instance": name, "n": len(sizes), "optimal": optimal,
                 "hint_bins": hint.objective, "bins": solution.objective,
                 "bound": solution.bound, "status": solution.status.value,
-                "wall_s": f"{solution.wall_s:.3f}",
+                "wall_s": f"{solution.wall_s:.3f}", "time_limit_s": time_limit,
+                "workers": workers, "load1": f"{os.getloadavg()[0]:.2f}",
             }
         )  # fmt: skip
     rows.close()
@@ -209,7 +213,7 @@ def run_shared(time_limit: float, workers: int) -> None:
     binpacking = CpSatBinPackingModel(time_limit, workers, deterministic=False)
     fields = [
         "instance", "tasks", "edges", "weights", "cores", "bound", "heuristic", "heuristic_s",
-        "cpsat", "cpsat_bound", "cpsat_status", "cpsat_s",
+        "cpsat", "cpsat_bound", "cpsat_status", "cpsat_s", "time_limit_s", "workers", "load1",
     ]  # fmt: skip
     rows = Rows("shared", fields)
     for name, unlimited in shared_problems():
@@ -225,6 +229,8 @@ def run_shared(time_limit: float, workers: int) -> None:
                     "heuristic": fewest.objective, "heuristic_s": f"{fewest.wall_s:.3f}",
                     "cpsat": exact.objective, "cpsat_bound": exact.bound,
                     "cpsat_status": exact.status.value, "cpsat_s": f"{exact.wall_s:.3f}",
+                    "time_limit_s": time_limit, "workers": workers,
+                    "load1": f"{os.getloadavg()[0]:.2f}",
                 }
             )  # fmt: skip
         needed = cores_needed(unlimited)
@@ -246,6 +252,8 @@ def run_shared(time_limit: float, workers: int) -> None:
                 row.update(
                     cpsat=solution.objective, cpsat_bound=solution.bound,
                     cpsat_status=solution.status.value, cpsat_s=f"{solution.wall_s:.3f}",
+                    time_limit_s=time_limit, workers=workers,
+                    load1=f"{os.getloadavg()[0]:.2f}",
                 )  # fmt: skip
             rows.add(row)
     rows.close()
@@ -276,6 +284,19 @@ def plain_table(rows: list[dict[str, str]], column: str) -> list[str]:
     return lines
 
 
+def settings(rows: list[dict[str, str]]) -> str:
+    """The CP-SAT settings and machine load recorded in ``rows``."""
+    limits = sorted({r["time_limit_s"] for r in rows})
+    workers = sorted({r["workers"] for r in rows})
+    load = [float(r["load1"]) for r in rows]
+    return (
+        f"CP-SAT: wall-clock limit {', '.join(limits)} s per solve "
+        f"(`SolveSettings(deterministic=False)`), {', '.join(workers)} workers; "
+        f"1-minute load average after each solve: mean {statistics.mean(load):.1f}, "
+        f"max {max(load):.1f} (results depend on the machine's load)."
+    )
+
+
 def summary() -> None:
     lines = [
         "# Stage packing benchmark: bin packing and shared weights",
@@ -292,12 +313,14 @@ def summary() -> None:
     cpsat = read("cpsat")
     if cpsat:
         lines += ["## `CpSatBinPackingModel` (hinted with `fewest_cores`)", ""]
+        lines += [settings(cpsat), ""]
         lines += [*plain_table(cpsat, "bins"), ""]
         lines += ["The hint on the same instances:", ""]
         lines += [*plain_table([{**r, "wall_s": "0"} for r in cpsat], "hint_bins"), ""]
     shared = read("shared")
     if shared:
         lines += ["## Shared-weight stage packing (resnet18, arch-a, 4 lanes)", ""]
+        lines += [settings(shared), ""]
         lines += [
             "| instance | tasks | edges | weights | cores | bound | heuristic | cpsat | "
             "cpsat bound | status | heuristic / cpsat | cpsat s |",

@@ -130,7 +130,14 @@ _json_option = click.option(
     type=click.Choice(["latency", "pipeline"]),
     default="latency",
     show_default=True,
-    help="What to optimise: one inference's latency (pipeline is not implemented yet).",
+    help="What to optimise: one inference's latency, or pipeline throughput (depth 4 "
+    "unless --pipeline N).",
+)
+@click.option(
+    "--pipeline",
+    "pipeline",
+    type=click.IntRange(min=1),
+    help="Pipeline depth N: N > 1 selects pipeline mode with at most N stages; 1 is latency.",
 )
 @click.option(
     "--scheduler",
@@ -155,6 +162,7 @@ def compile_command(
     model: Path | None,
     target: str,
     mode: str,
+    pipeline: int | None,
     scheduler: str,
     out: Path,
     lanes: int | None,
@@ -163,10 +171,23 @@ def compile_command(
     as_json: bool,
     example: bool,
 ) -> None:
-    """Schedule MODEL on a target and write schedule.json and trace.json to --out."""
-    if mode != "latency":
-        raise UserError(f"--mode {mode} is not implemented yet; use --mode latency")
+    """Schedule MODEL on a target and write schedule.json and trace.json to --out.
+
+    With --pipeline N (N > 1) or --mode pipeline, write schedule.json and
+    reports/pipeline_selection.json instead (see docs/cli.md).
+    """
+    depth = _pipeline_depth(click.get_current_context(), mode, pipeline, plot)
     progress = _Progress(quiet=as_json)
+    if depth is not None:
+        from raptor_cp.cli_pipeline import compile_pipeline, summary_line
+
+        with _model_path(model, example) as path:
+            workload, target_obj, graph, lanes_used = _prepare(path, target, lanes, bits, progress)
+        summary = compile_pipeline(workload, target_obj, graph, depth, out, progress)
+        summary["lanes"] = lanes_used
+        summary["warnings"] = list(getattr(target_obj, "warnings", ()))
+        click.echo(json.dumps(summary, sort_keys=True) if as_json else summary_line(summary))
+        return
     with _model_path(model, example) as path:
         workload, target_obj, graph, lanes_used = _prepare(path, target, lanes, bits, progress)
     summary = _compile(workload, target_obj, graph, scheduler, out, plot, progress)
@@ -181,6 +202,30 @@ def compile_command(
         f"{format_ns(summary['makespan_ns'])} (lower bound "
         f"{format_ns(summary['lower_bound_ns'])}), {scheduler}, wrote {out}/"
     )
+
+
+def _pipeline_depth(ctx: click.Context, mode: str, pipeline: int | None, plot: bool) -> int | None:
+    """The pipeline depth ``compile`` runs with, or None for latency mode.
+
+    ``--pipeline N`` with N > 1 implies pipeline mode; ``--mode pipeline`` alone
+    uses `DEFAULT_PIPELINE_DEPTH`; ``--pipeline 1`` is latency mode.
+    """
+    from click.core import ParameterSource
+
+    from raptor_cp.cli_pipeline import DEFAULT_PIPELINE_DEPTH
+
+    explicit_mode = ctx.get_parameter_source("mode") is not ParameterSource.DEFAULT
+    if pipeline == 1 and mode == "pipeline" and explicit_mode:
+        raise UserError("--pipeline 1 is latency mode; pipeline mode needs --pipeline N > 1")
+    if pipeline is not None and pipeline > 1 and explicit_mode and mode == "latency":
+        raise UserError(f"--pipeline {pipeline} selects pipeline mode; drop --mode latency")
+    if not ((pipeline is not None and pipeline > 1) or mode == "pipeline"):
+        return None
+    if ctx.get_parameter_source("scheduler") is not ParameterSource.DEFAULT:
+        raise UserError("--scheduler chooses the latency scheduler; pipeline mode has its own")
+    if plot:
+        raise UserError("--plot is not available in pipeline mode yet")
+    return pipeline if pipeline is not None else DEFAULT_PIPELINE_DEPTH
 
 
 @main.command("inspect", short_help="Print a lowered model's size, weight slots, bounds.")
@@ -215,7 +260,19 @@ def inspect_command(
     "models", metavar="MODEL...", nargs=-1, required=True, type=click.Path(path_type=Path)
 )
 @click.option(
-    "--mode", default="latency", show_default=True, help="What to audit (only latency for now)."
+    "--mode",
+    default="latency",
+    show_default=True,
+    help="What to audit: latency (scheduler vs CP-SAT), pipeline (prefix-DP partition vs "
+    "CP-SAT) or packing (stage packer vs CP-SAT on each stage).",
+)
+@click.option(
+    "--pipeline",
+    "pipeline",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Pipeline depth of the pipeline and packing audits.",
 )
 @_target_option
 @click.option(
@@ -244,6 +301,7 @@ def verify_command(
     ctx: click.Context,
     models: tuple[Path, ...],
     mode: str,
+    pipeline: int,
     target: str,
     scheduler: str,
     time_limit: float,
@@ -259,7 +317,7 @@ def verify_command(
     """
     from raptor_cp.cli_verify import VerifySettings, verify
 
-    settings = VerifySettings(target, scheduler, time_limit, workers, lanes, bits)
+    settings = VerifySettings(target, scheduler, time_limit, workers, lanes, bits, mode, pipeline)
     ctx.exit(verify(models, mode, settings, as_json, out))
 
 

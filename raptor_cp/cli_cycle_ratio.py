@@ -3,7 +3,8 @@
 GRAPH is in Dasdan's DIMACS-like format (`raptor_cp.periodic.dasdan`): arcs
 ``a u v weight transit`` with 1-based nodes; the ratio of a cycle is
 ``sum(weight) / sum(transit)``. The command prints the exact ratio as a
-fraction and a critical cycle (nodes 1-based, as in the file).
+fraction and a critical cycle (nodes 1-based, as in the file; text output elides
+cycles after 128 nodes, ``--json`` lists them all).
 
 Outcomes and exit status:
 
@@ -31,9 +32,6 @@ import click
 if TYPE_CHECKING:
     from raptor_cp.periodic.cycle_ratio import CycleRatio
     from raptor_cp.periodic.graph import PeriodicGraph
-
-SHOWN_NODES = 128
-"""Cycle nodes printed in text mode (``--json`` lists them all)."""
 
 
 @click.command("cycle-ratio", short_help="Maximum/minimum cycle ratio of a Dasdan .d graph.")
@@ -78,12 +76,10 @@ def cycle_ratio_command(graph: Path, minimum: bool, method: str, as_json: bool) 
 
 
 def _deadlock(path: Path, graph: PeriodicGraph, cycle: tuple[int, ...]) -> str:
-    nodes = [int(graph.u[e]) + 1 for e in cycle]
-    arcs = ", ".join(str(e + 1) for e in cycle)
-    return (
-        f"{path}: deadlock: cycle of zero-transit arcs {arcs} through nodes "
-        f"{' -> '.join(map(str, [*nodes, nodes[0]]))}; no finite cycle ratio"
-    )
+    from raptor_cp.periodic.cycle_ratio import cycle_text
+
+    nodes = cycle_text([int(graph.u[e]) + 1 for e in cycle])
+    return f"{path}: deadlock: cycle of zero-transit arcs through nodes {nodes}; no finite ratio"
 
 
 def _report(
@@ -132,14 +128,19 @@ def _lines(report: dict[str, Any]) -> list[str]:
         f"({report['method']}, {report['iterations']} {steps})"
     ]
     if not report["exact"]:
-        ends = (report["bound"], report["ratio"]) if kind == "minimum" else (report["ratio"], report["bound"])
-        lines.append(f"not pinned within the test budget: the optimum lies in [{ends[0]}, {ends[1]}]")
-    nodes = report["cycle"]
-    shown = " -> ".join(map(str, [*nodes[:SHOWN_NODES], nodes[0]]))
-    if len(nodes) > SHOWN_NODES:
-        shown = " -> ".join(map(str, nodes[:SHOWN_NODES])) + " -> ..."
+        ends = (
+            (report["bound"], report["ratio"])
+            if kind == "minimum"
+            else (report["ratio"], report["bound"])
+        )
+        lines.append(
+            f"not pinned within the test budget: the optimum lies in [{ends[0]}, {ends[1]}]"
+        )
+    from raptor_cp.periodic.cycle_ratio import cycle_text
+
+    arcs = len(report["cycle"])
     lines.append(
-        f"critical cycle: {shown} ({len(nodes)} arcs, weight {report['weight']}, "
-        f"transit {report['transit']})"
+        f"critical cycle: {cycle_text(report['cycle'])} ({arcs} arc{'s' * (arcs != 1)}, "
+        f"weight {report['weight']}, transit {report['transit']})"
     )
     return lines

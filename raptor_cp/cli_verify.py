@@ -1,4 +1,8 @@
-"""``raptor-cp verify``: audit a latency heuristic against CP-SAT on a batch of models.
+"""``raptor-cp verify``: audit a heuristic against CP-SAT on a batch of models.
+
+``--mode latency`` audits a latency scheduler (here); ``--mode pipeline`` and
+``--mode packing`` audit the prefix-DP partition and the stage packer
+(`raptor_cp.cli_verify_pipeline`) and print the same table.
 
 The click command itself lives in `raptor_cp.cli` (one command group); this
 module does the work: expand the MODEL arguments into files, load and lower
@@ -15,6 +19,7 @@ the measured wall times (``*_wall_s``) and only those differ between runs.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import time
@@ -28,6 +33,7 @@ import click
 
 from raptor_cp.audit import AuditRecord, audit_latency, render_markdown, to_json
 from raptor_cp.cli import _lower, _Progress
+from raptor_cp.cli_pipeline import DEFAULT_PIPELINE_DEPTH
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.reports.output import dumps, format_ns
@@ -38,8 +44,11 @@ from raptor_cp.workload.load import EXTENSIONS, load_workload
 if TYPE_CHECKING:
     from raptor_cp.targets.base import SchedulingTarget
 
-VERIFY_MODES = ("latency",)
-"""The ``--mode`` values ``verify`` audits (pipeline and packing audits are not written yet)."""
+VERIFY_MODES = ("latency", "pipeline", "packing")
+"""The ``--mode`` values ``verify`` audits: latency schedules, pipeline partitions (prefix DP
+against CP-SAT) and stage packings (reuse-first packer against CP-SAT)."""
+HEURISTIC = {"pipeline": "prefix-dp", "packing": "stage"}
+"""The heuristic audited in each non-latency mode (``--scheduler`` is for latency only)."""
 
 
 @dataclass(frozen=True)
@@ -52,24 +61,35 @@ class VerifySettings:
     workers: int
     lanes: int | None
     bits: int | None
+    mode: str = "latency"
+    pipeline: int = DEFAULT_PIPELINE_DEPTH
+    """Pipeline depth of the ``pipeline`` and ``packing`` audits."""
+
+    @property
+    def heuristic(self) -> str:
+        return HEURISTIC.get(self.mode, self.scheduler)
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "mode": "latency",
+        settings: dict[str, object] = {
+            "mode": self.mode,
             "target": self.target,
-            "scheduler": self.scheduler,
+            "scheduler": self.heuristic,
             "time_limit": self.time_limit_s,
             "workers": self.workers,
             "lanes": self.lanes,
             "bits": self.bits,
         }
+        if self.mode != "latency":
+            settings["pipeline"] = self.pipeline
+        return settings
 
     def describe(self) -> str:
         """The settings as one Markdown line under the audit table."""
+        depth = "" if self.mode == "latency" else f", pipeline depth {self.pipeline}"
         return (
-            f"Settings: mode latency, target {self.target}, heuristic {self.scheduler}, CP-SAT "
-            f"time limit {self.time_limit_s:g} deterministic-time units per instance, workers "
-            f"{self.workers}, lanes {'auto' if self.lanes is None else self.lanes}, bits "
+            f"Settings: mode {self.mode}, target {self.target}, heuristic {self.heuristic}{depth}, "
+            f"CP-SAT time limit {self.time_limit_s:g} deterministic-time units per instance, "
+            f"workers {self.workers}, lanes {'auto' if self.lanes is None else self.lanes}, bits "
             f"{'of the model' if self.bits is None else self.bits}."
         )
 
@@ -86,6 +106,7 @@ def verify(
         raise InvalidInputError(
             f"verify --mode {mode} is not available; available modes: {', '.join(VERIFY_MODES)}"
         )
+    settings = dataclasses.replace(settings, mode=mode)
     progress = _Progress(quiet=as_json)
     paths = expand_models(models)
     with staged_file(out) as staging:
@@ -93,14 +114,34 @@ def verify(
         warnings = list(getattr(target, "warnings", ()))
         for warning in warnings:
             progress.say(f"warning: {warning}")
-        instances = [(str(path), _problem(path, target, settings)) for path in paths]
-        records = audit_instances(instances, settings, progress)
+        extra_json: dict[str, object] = {}
+        extra_markdown = ""
+        if mode == "latency":
+            instances = [(str(path), _problem(path, target, settings)) for path in paths]
+            records = audit_instances(instances, settings, progress)
+        else:
+            from raptor_cp.cli_verify_pipeline import (
+                audit_pipeline_instances,
+                pipeline_instances,
+                render_quantization,
+            )
+
+            batch = pipeline_instances(paths, target, settings)
+            records, details = audit_pipeline_instances(batch, mode, settings, target, progress)
+            if mode == "pipeline":
+                extra_json["partition_details"] = [d.to_json() for d in details]
+                extra_markdown = "\n" + render_quantization(details)
         if as_json:
             report = dumps(
-                {**to_json(records), "settings": settings.to_json(), "warnings": warnings}
+                {
+                    **to_json(records),
+                    **extra_json,
+                    "settings": settings.to_json(),
+                    "warnings": warnings,
+                }
             )
         else:
-            report = render_markdown(records) + "\n" + settings.describe() + "\n"
+            report = render_markdown(records) + extra_markdown + "\n" + settings.describe() + "\n"
         if staging is not None:
             staging.write_text(report, encoding="utf-8")
     click.echo(report, nl=False)
@@ -155,13 +196,13 @@ def audit_instances(
             line = f"[{i}/{len(instances)}] {name}: {problem.graph.num_tasks} tasks ... "
             click.echo(line, err=True, nl=False)
         record = audit_latency(problem, heuristic, exact, name)
-        progress.say(f"{_outcome(record)}, {time.perf_counter() - began:.2f} s")
+        progress.say(f"{outcome(record)}, {time.perf_counter() - began:.2f} s")
         records.append(record)
     return records
 
 
-def _outcome(record: AuditRecord) -> str:
-    """``heft 30 ns, CP-SAT 30 ns (optimal), agree`` for a progress line."""
+def outcome(record: AuditRecord) -> str:
+    """``heft 30 ns, CP-SAT 30 ns (optimal), agree`` for a progress line (every mode)."""
     heuristic = (
         "none" if record.heuristic_makespan is None else format_ns(record.heuristic_makespan)
     )

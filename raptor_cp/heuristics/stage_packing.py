@@ -11,7 +11,8 @@ Two questions about a `PackingProblem`:
 
 `pack_stage` compares constructive candidates (seeds, "Capacity and recovery":
 "Pipeline packing compares arrival/load-aware candidates and uses constructive
-recovery"), then improves the best ones by bottleneck moves:
+recovery"), improves each by bottleneck moves and keeps the best (the first in
+this list on ties):
 
 1. **Ordered**: the `ordered_packing` assignment (consecutive runs).
 2. **Load-aware**: tasks by load descending (ties: task id), each on the fitting
@@ -46,9 +47,10 @@ OPTIMAL. Fewer cores than `cores_needed` is a proof of infeasibility (INFEASIBLE
 a failed construction is only NOT_FOUND.
 
 Complexity: candidate construction is ``O(T log T + T P W_t + E)`` for ``W_t``
-weights per task, with an ``O(P W)`` core x weight count matrix; each move
-evaluation prices all ``P`` cores for one task in numpy. `fewest_cores` runs the
-constructor once per tried core count, from the bound up to the first success.
+weights per task, with an ``O(P W)`` core x weight count matrix; the moves are
+bounded by their budget, each evaluation being numpy work over ``P`` cores (move)
+or ``T`` tasks (swap). `fewest_cores` runs the constructor once per tried core
+count, from the bound up to the first success.
 
 References
 ----------
@@ -115,6 +117,17 @@ def cores_needed(problem: PackingProblem) -> int:
     return max(problem.cores_lower_bound, l2)
 
 
+def weight_groups(problem: PackingProblem) -> dict[tuple[int, ...], list[int]]:
+    """Tasks by their sorted distinct weight set, in order of first task.
+
+    Tasks of one group add no slots to a core that holds one of them.
+    """
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for t, weights in enumerate(problem.task_weights):
+        groups.setdefault(tuple(sorted(set(weights))), []).append(t)
+    return groups
+
+
 @dataclass(frozen=True)
 class CoreCountSolution:
     """Answer of the fewest-cores variant: a core per task using ``objective`` cores."""
@@ -160,9 +173,7 @@ def fewest_cores(problem: PackingProblem) -> CoreCountSolution:
             None, Status.INFEASIBLE, "fewest-cores", bound=bound,
             wall_s=time.perf_counter() - began,
         )  # fmt: skip
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for t, weights in enumerate(problem.task_weights):
-        groups.setdefault(tuple(sorted(set(weights))), []).append(t)
+    groups = weight_groups(problem)
     sets = sorted(groups, key=lambda s: (-sum(problem.weight_size[w] for w in s), groups[s][0]))
 
     def attempt(cores: int) -> tuple[int, ...] | None:
@@ -178,7 +189,7 @@ def fewest_cores(problem: PackingProblem) -> CoreCountSolution:
         for cores in range(bound, len(set(best))):
             found = attempt(cores)
             if found is not None:
-                best = found if len(set(found)) < len(set(best)) else best
+                best = found
                 break
     wall = time.perf_counter() - began
     details: dict[str, object] = {"attempts": attempts}
@@ -245,10 +256,9 @@ def pack_stage(problem: PackingProblem) -> PackingSolution:
 
 def _reuse_order(problem: PackingProblem) -> list[int]:
     """Tasks grouped by weight set, groups by total load descending, loads descending inside."""
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for t, weights in enumerate(problem.task_weights):
-        groups.setdefault(tuple(sorted(set(weights))), []).append(t)
-    members = sorted(groups.values(), key=lambda ts: (-sum(problem.loads[t] for t in ts), ts[0]))
+    members = sorted(
+        weight_groups(problem).values(), key=lambda ts: (-sum(problem.loads[t] for t in ts), ts[0])
+    )
     return [t for ts in members for t in sorted(ts, key=lambda t: (-problem.loads[t], t))]
 
 

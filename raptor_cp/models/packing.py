@@ -56,6 +56,7 @@ from raptor_cp.heuristics.stage_packing import (
     cores_needed,
     fewest_cores,
     pack_stage,
+    weight_groups,
 )
 from raptor_cp.models.solve import CpSatRun, SolveSettings, run_cpsat
 from raptor_cp.pipeline_problems import (
@@ -169,7 +170,7 @@ class CpSatPackingModel:
         lower = demand_lower_bound(problem)
         top = sum(problem.loads) + 2 * sum(edges.values())
         peak = model.new_int_var(
-            lower, max(lower, min(top, top if upper is None else upper)), "peak"
+            lower, max(lower, top if upper is None else min(top, upper)), "peak"
         )
         cut = {
             (a, b, p): model.new_bool_var(f"cut[{a},{b},{p}]")
@@ -259,10 +260,7 @@ class CpSatBinPackingModel:
         """The model of ``problem`` on ``min(problem.cores, groups, upper)`` cores."""
         from ortools.sat.python import cp_model
 
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for t, weights in enumerate(problem.task_weights):
-            groups.setdefault(tuple(sorted(set(weights))), []).append(t)
-        items = tuple(tuple(tasks) for tasks in groups.values())
+        items = tuple(tuple(tasks) for tasks in weight_groups(problem).values())
         cores = min(problem.cores, len(items), problem.cores if upper is None else upper)
         size = _size(problem, items, cores) + cores
         _refuse_large(problem, size, self.max_size)

@@ -84,15 +84,15 @@ class _Tester:
                 self.start[node] = slot
             self.end[node] = slot + 1
         self.back_edges = sum(
-            1 for s, t in zip(self.src, self.dst) if position[t] <= position[s]
+            1 for s, t in zip(self.src, self.dst, strict=True) if position[t] <= position[s]
         )
         self.size = size
         self.sweeps = 0
 
     def test(self, ratio: Fraction) -> tuple[int, ...] | None:
-        """A positive cycle (slot list) under ``w - ratio*d``, or None if there is none."""
+        """Edge ids, in order, of a positive cycle under ``w - ratio*d``; None if there is none."""
         p, q = ratio.numerator, ratio.denominator
-        cost = [q * w - p * d for w, d in zip(self.w, self.d)]
+        cost = [q * w - p * d for w, d in zip(self.w, self.d, strict=True)]
         dist = [0] * self.size
         pred = [-1] * self.size
         pending = [False] * self.size

@@ -167,10 +167,9 @@ def _optimum(graph: PeriodicGraph, method: str, objective: str) -> CycleRatio | 
         raise RaptorError(f"unknown cycle-ratio method {method!r}; valid: {', '.join(METHODS)}")
     deadlock = graph.zero_distance_cycle()
     if deadlock is not None:
-        nodes = " -> ".join(str(int(graph.u[e])) for e in deadlock)
         raise DeadlockError(
             f"{graph.name}: deadlock: cycle of distance-0 edges through nodes "
-            f"{nodes} -> {int(graph.u[deadlock[0]])}; no period satisfies it",
+            f"{cycle_text(graph.u[list(deadlock)].tolist())}; no period satisfies it",
             deadlock,
         )
     edges = np.flatnonzero(graph.recurrent_edges)
@@ -202,14 +201,22 @@ def _optimum(graph: PeriodicGraph, method: str, objective: str) -> CycleRatio | 
     )
 
 
+def cycle_text(nodes: list[int]) -> str:
+    """``a -> b -> ... -> a`` for the cycle through ``nodes``, eliding after `WITNESS_DETAIL`."""
+    if len(nodes) > WITNESS_DETAIL:
+        shown = " -> ".join(map(str, nodes[:WITNESS_DETAIL]))
+        return f"{shown} -> ... ({len(nodes)} nodes)"
+    return " -> ".join(map(str, [*nodes, nodes[0]]))
+
+
 def witness(graph: PeriodicGraph, cycle: tuple[int, ...]) -> CycleWitness:
     """Describe the cycle of edge ids ``cycle`` (totals over all of it, first edges in detail)."""
     ids = np.asarray(cycle, dtype=np.int64)
     cores = np.unique(graph.core[graph.u[ids]])
     links = np.unique(graph.link[ids])
     return CycleWitness(
-        delay=int(graph.w[ids].sum()),
-        distance=int(graph.d[ids].sum()),
+        delay=sum(graph.w[ids].tolist()),
+        distance=sum(graph.d[ids].tolist()),
         length=len(cycle),
         edges=tuple(
             WitnessEdge(

@@ -133,8 +133,9 @@ class PeriodicGraph:
     def recurrent_edges(self) -> np.ndarray:
         """Boolean mask of the edges that lie on some cycle (inside a strong component).
 
-        Only these edges can matter for a cycle ratio; Tarjan-style components
-        from `scipy.sparse.csgraph` in ``O(V + E)``.
+        Only these edges can matter for a cycle ratio. Strong components from
+        `scipy.sparse.csgraph.connected_components` (Pearce's variant of Tarjan's
+        algorithm), ``O(V + E)``.
         """
         from scipy.sparse import csr_matrix
         from scipy.sparse.csgraph import connected_components

@@ -35,6 +35,7 @@ candidate order above.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -138,6 +139,8 @@ class StageTiming:
     core_compute: dict[int, int]
     start_ns: dict[int, int]
     """Start of every task, relative to the stage's start."""
+    sequence: tuple[int, ...]
+    """The tasks in scheduling order; each core runs its tasks in this order."""
     span_ns: int
     """Completion of the stage's last task when its cross-stage inputs are ready at 0."""
 
@@ -148,6 +151,22 @@ class StageTiming:
     @property
     def compute_ns(self) -> int:
         return max(self.core_compute.values(), default=0)
+
+
+def rank_placements(timings: Sequence[StageTiming]) -> int:
+    """Index of the best of ``timings`` (candidate order breaks the last tie).
+
+    Lowest demand, except that every candidate within `TIE_PERCENT` of it
+    (``100 d <= (100 + TIE_PERCENT) best``) competes on stage span, then on the
+    largest compute load.
+    """
+    best = min(t.demand_ns for t in timings)
+    tied = [
+        (t.span_ns, t.compute_ns, index)
+        for index, t in enumerate(timings)
+        if 100 * t.demand_ns <= (100 + TIE_PERCENT) * best
+    ]
+    return min(tied)[2]
 
 
 @dataclass(frozen=True)
@@ -199,38 +218,53 @@ class StagePlacer:
     def timing(
         self, tasks: Sequence[int], core: dict[int, int], edges: Sequence[int]
     ) -> StageTiming:
-        """Demand and span of ``tasks`` (topological order) placed by ``core``.
+        """Demand, per-core order and span of ``tasks`` placed by ``core``.
 
-        One sweep in topological order: each core runs its tasks in that order, so
-        a task starts when its core's previous task and its same-stage
-        predecessors' data (hop-aware transfer) are done.
+        The order is an earliest-ready list schedule with the placement fixed:
+        a task becomes available once every same-stage predecessor is scheduled;
+        available tasks are taken by (data-ready time, position in ``tasks``) and
+        start when their core is free. Each core's order is therefore consistent
+        with the dependencies, and lanes of successive operations interleave on a
+        core instead of waiting for a whole operation (the order of ``tasks``
+        alone would serialise operations that share a core). O((T + E) log T).
         """
         compute: dict[int, int] = {}
         for t in tasks:
             compute[core[t]] = compute.get(core[t], 0) + self.cost[t]
         demand = dict(compute)
-        preds: dict[int, list[int]] = {}
+        succs: dict[int, list[int]] = {}
+        waiting = dict.fromkeys(tasks, 0)
         for e in edges:
             a, b = core[self.src[e]], core[self.dst[e]]
             if a != b:
                 ns = self.transfer(a, b, self.nbytes[e])
                 demand[a] += ns
                 demand[b] += ns
-            preds.setdefault(self.dst[e], []).append(e)
+            succs.setdefault(self.src[e], []).append(e)
+            waiting[self.dst[e]] += 1
+        rank = {t: i for i, t in enumerate(tasks)}
+        ready = dict.fromkeys(tasks, 0)
+        heap = [(0, rank[t], t) for t in tasks if waiting[t] == 0]
+        heapq.heapify(heap)
         free: dict[int, int] = {}
         start: dict[int, int] = {}
-        finish: dict[int, int] = {}
+        sequence: list[int] = []
         span = 0
-        for t in tasks:
+        while heap:
+            at, _, t = heapq.heappop(heap)
             p = core[t]
-            ready = free.get(p, 0)
-            for e in preds.get(t, ()):
-                s = self.src[e]
-                ready = max(ready, finish[s] + self.transfer(core[s], p, self.nbytes[e]))
-            start[t] = ready
-            finish[t] = free[p] = ready + self.cost[t]
-            span = max(span, finish[t])
-        return StageTiming(demand, compute, start, span)
+            begin = max(at, free.get(p, 0))
+            finish = free[p] = begin + self.cost[t]
+            start[t] = begin
+            sequence.append(t)
+            span = max(span, finish)
+            for e in succs.get(t, ()):
+                d = self.dst[e]
+                ready[d] = max(ready[d], finish + self.transfer(p, core[d], self.nbytes[e]))
+                waiting[d] -= 1
+                if waiting[d] == 0:
+                    heapq.heappush(heap, (ready[d], rank[d], d))
+        return StageTiming(demand, compute, start, tuple(sequence), span)
 
     def greedy(
         self, tasks: Sequence[int], region: Sequence[int], edges: Sequence[int]
@@ -320,13 +354,8 @@ class StagePlacer:
         timings = {
             name: self.timing(tasks, core, edges) for name, core in options if core is not None
         }
-        best = min(t.demand_ns for t in timings.values())
-        tied = [
-            (timings[name].span_ns, timings[name].compute_ns, index, name)
-            for index, (name, _) in enumerate(options)
-            if name in timings and 100 * timings[name].demand_ns <= (100 + TIE_PERCENT) * best
-        ]
-        winner = min(tied)[3]
+        names = list(timings)
+        winner = names[rank_placements([timings[name] for name in names])]
         chosen = dict(options)[winner]
         assert chosen is not None
         return StagePlacement(

@@ -58,10 +58,12 @@ def task_stage_runs(task_stage: np.ndarray) -> list[list[int]]:
     return [[int(a), int(b), int(task_stage[a])] for a, b in zip(starts, stops, strict=True)]
 
 
-def _stage_rows(plan: PipelinePlan, stage_costs: list[int | None]) -> list[dict[str, object]]:
+def _stage_rows(
+    plan: PipelinePlan, stage_costs: list[int | None], packing: list[dict[str, object]]
+) -> list[dict[str, object]]:
     rows = []
-    for s, (stage, placement, region) in enumerate(
-        zip(plan.stages, plan.placements, plan.layout.regions, strict=True)
+    for s, (stage, placement, region, evidence) in enumerate(
+        zip(plan.stages, plan.placements, plan.layout.regions, packing, strict=True)
     ):
         timing = placement.timing
         rows.append(
@@ -74,6 +76,7 @@ def _stage_rows(plan: PipelinePlan, stage_costs: list[int | None]) -> list[dict[
                 "cores": list(region),
                 "cores_used": len(set(placement.cores)),
                 "stage_cost_ns": stage_costs[s],
+                "packing": evidence,
                 "core_work_ns": timing.demand_ns,
                 "compute_ns": timing.compute_ns,
                 "span_ns": timing.span_ns,
@@ -94,6 +97,7 @@ def selection_document(
     depth: int,
     partition: PartitionSolution,
     stage_costs: list[int | None],
+    packing: list[dict[str, object]],
     phase_times_s: Mapping[str, float],
     work: Mapping[str, int],
 ) -> dict[str, object]:
@@ -105,7 +109,9 @@ def selection_document(
         The initial partition as the prefix DP returned it (its objective is the
         partition's maximum stage cost, its details the DP's evidence).
     stage_costs:
-        ``stage_cost`` of each chosen stage at its budget.
+        ``stage_cost`` of each stage at its final budget.
+    packing:
+        Each stage's constructive packing evidence (`StageCosts.assignment`).
     phase_times_s, work:
         Wall time and deterministic work counts of each phase.
     """
@@ -132,8 +138,9 @@ def selection_document(
                 zip(plan.groups.names, plan.groups.tasks, strict=True)
             )
         ],
-        "stages": _stage_rows(plan, stage_costs),
+        "stages": _stage_rows(plan, stage_costs, packing),
         "core_budgets": list(plan.budgets),
+        "partition_core_budgets": [s.cores for s in partition.stages or ()],
         "idle_cores": target.cores - sum(plan.budgets),
         "task_stage_runs": task_stage_runs(plan.task_stage(graph.num_tasks)),
         "costs": estimate,

@@ -163,8 +163,9 @@ def assemble_pipeline(
     orders: list[list[int]] = [[] for _ in range(target.cores)]
     start = np.zeros(graph.num_tasks, dtype=np.int64)
     for placement in placements:
-        for t, p in zip(placement.tasks, placement.cores, strict=True):
-            orders[p].append(t)
+        core = dict(zip(placement.tasks, placement.cores, strict=True))
+        for t in placement.timing.sequence:
+            orders[core[t]].append(t)
             start[t] = placement.timing.start_ns[t]
     stage_of_core = layout.stage_of_core(target.cores)
     task_stage = task_stages(placements, graph.num_tasks)

@@ -89,7 +89,6 @@ class StageCosts:
     """``stage_cost(first, stop, cores)`` over the groups of one graph on one target."""
 
     def __init__(self, graph: ComputeGraph, target: SchedulingTarget, groups: PipelineGroups):
-        began = time.perf_counter()
         self.graph = graph
         self.groups = groups
         self.cores = target.cores
@@ -110,7 +109,7 @@ class StageCosts:
         )
         self.packer = RangePacker(loads, reach)
         self.spans = DependencySpans(graph, groups)
-        self.stats = StageCostStats(packing_s=time.perf_counter() - began)
+        self.stats = StageCostStats()
         self._costs: dict[tuple[int, int, int], int | None] = {}
 
     def _price(self, firsts: np.ndarray, stops: np.ndarray, cores: np.ndarray) -> None:
@@ -136,6 +135,22 @@ class StageCosts:
             np.repeat(stops, ks.shape[0]),
             np.tile(ks, firsts.shape[0]),
         )
+
+    def group_floor(self, cores: int) -> int:
+        """The largest single-group stage cost on ``cores`` cores (0 if none is available).
+
+        With at most ``cores`` cores per stage it bounds every partition's maximum
+        stage cost: the packing cost is exact on fixed loads, so it cannot shrink
+        when a range grows or grow when cores are added, and spans only grow
+        with the range.
+        """
+        firsts = np.arange(self.groups.count, dtype=np.int64)
+        missing = [g for g in firsts.tolist() if (g, g + 1, cores) not in self._costs]
+        if missing:
+            ids = np.asarray(missing, dtype=np.int64)
+            self._price(ids, ids + 1, np.full(ids.shape, cores, dtype=np.int64))
+        costs = [self(g, g + 1, cores) for g in firsts.tolist()]
+        return max((c for c in costs if c is not None), default=0)
 
     def packing_cost(self, first: int, stop: int, cores: int) -> int | None:
         """Ordered-packing cost of the stage on ``cores`` cores (None: unavailable)."""

@@ -1,0 +1,424 @@
+"""Budget-aware admission of exchange plans: rank by estimate, let the exact encoder decide.
+
+The reference is the seed "Exchange footprint model" (sections "Admission" and
+"Wider shortlist experiment"). A compile for an IPU must produce an exchange
+table whose busiest tile fits ``exchange_table_budget_bytes``. Candidates pass
+three stages, each cut to a shortlist by the same budget-aware ranking:
+
+1. *Expanded plans* (`CandidateSource.expanded`): complete, cheaply placed
+   plans, one per (planning configuration, tile budget), priced by the footprint
+   estimate. Per planning configuration at most `AdmissionLimits.expanded_plan_finalists`
+   (16) go on.
+2. *Placement finalists*: at most `AdmissionLimits.placement_finalists` (4)
+   of those, plus the minimum-storage alternative, are placed and mapped by the
+   list scheduler (`CandidateSource.place`), giving a second plan each. Both the
+   cheap plan and the scheduled one stay candidates.
+3. *Exchange-schedule finalists*: at most `AdmissionLimits.exchange_schedule_finalists`
+   (1), plus its minimum-storage alternative, are encoded exactly
+   (`CandidateSource.encode`). A plan is admitted only when its exact busiest
+   tile fits the budget: an estimate alone never admits or rejects anything.
+
+Ranking (`rank`). Candidates whose estimated busiest tile (with structural
+sharing) fits the budget come first, ordered by execution score
+``execution_ns + penalty * estimate_bytes`` (the storage penalty is in ns per
+estimated byte); then candidates over budget, smallest predicted excess first
+(score, then label, then key on ties). So when every estimate is over budget
+the smallest one is still encoded and checked exactly: the attempt is retained,
+not abandoned.
+
+Shortlists (`shortlist`) take the first ``limit`` ranked candidates and add the
+one with the smallest estimated storage when it is not among them (the first
+in rank order on ties) -- not the one with the fewest raw transfer fragments,
+which the seed found a poor proxy for encoded bytes.
+
+Effort safeguard: a candidate whose plan has more than
+`AdmissionLimits.fragment_limit` transfer pieces is never sent to the exact
+encoder (it stays in the report with that reason).
+
+Storage-penalty retries. `admit` runs one attempt per penalty in
+`AdmissionLimits.penalties` until one admits a plan. Work is keyed by a
+canonical key -- a fingerprint of the lowering and the placement, so two
+candidates that would produce the same plan are one candidate, whatever
+options named them -- and is never repeated across attempts: candidate
+generation happens once (it does not depend on the penalty), every placement
+and exact encoding is memoized by key, a retry re-ranks the known estimates,
+and its shortlists skip candidates already placed (for placement) or already
+rejected by the exact encoder (for encoding), so each retry spends its limits
+on new work. The seed's builds repeated the planning search and near-identical
+oversized schedules on every retry; here a retry that finds nothing new does
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from raptor_cp.errors import InvalidConfigError
+from raptor_cp.heuristics.exchange_encoder import FootprintError
+
+DEFAULT_PENALTIES = (0, 16, 256)
+"""Storage penalties of the retries, ns per estimated table byte (the seed's 0, 16, 256)."""
+DEFAULT_FRAGMENT_LIMIT = 1_000_000
+"""Transfer pieces above which a plan is not encoded exactly (about 15 s of encoding)."""
+
+
+@dataclass(frozen=True)
+class AdmissionLimits:
+    """How much work admission may do (module docstring)."""
+
+    expanded_plan_finalists: int = 16
+    placement_finalists: int = 4
+    exchange_schedule_finalists: int = 1
+    fragment_limit: int = DEFAULT_FRAGMENT_LIMIT
+    penalties: tuple[int, ...] = DEFAULT_PENALTIES
+
+    def __post_init__(self) -> None:
+        counts = (
+            self.expanded_plan_finalists,
+            self.placement_finalists,
+            self.exchange_schedule_finalists,
+            self.fragment_limit,
+        )
+        if min(counts) < 1:
+            raise InvalidConfigError(
+                "exchange admission: finalist limits and fragment_limit must be >= 1"
+            )
+        if not self.penalties or min(self.penalties) < 0:
+            raise InvalidConfigError(
+                "exchange admission: penalties must be a non-empty list of ns per byte >= 0"
+            )
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """One candidate exchange plan, summarised (the plan itself stays with its source)."""
+
+    key: str
+    """Canonical key: equal keys mean equal plans."""
+    label: str
+    """Human-readable name, e.g. ``lanes=64 block=159744 tiles=736 spread``."""
+    configuration: str
+    """Planning configuration (the group of the expanded-plan limit)."""
+    placement: str
+    """``spread`` (cheap constructive placement) or the list scheduler's name."""
+    tile_budget: int
+    execution_ns: int
+    """Bulk-synchronous time of the plan (compute, syncs and exchange)."""
+    estimate_bytes: int
+    """Estimated busiest tile with structural sharing: what ranking uses."""
+    estimate_unshared_bytes: int
+    fragments: int
+    """Transfer pieces (sends and receives after splitting at the ISA limit)."""
+    phase_estimates: tuple[tuple[int, int], ...] = ()
+    """``(phase, estimated active-row bytes)`` per stored phase."""
+    details: dict[str, object] = field(default_factory=dict, compare=False)
+    """Facts for the report (lanes, block bytes, tasks, tiles used...)."""
+    estimate_s: float = field(default=0.0, compare=False)
+    """Wall time of the footprint estimate (benchmarks only; never in reports)."""
+
+
+@dataclass(frozen=True)
+class ExactRecord:
+    """The exact encoder's answer for one plan."""
+
+    exact_bytes: int
+    """Busiest tile with sharing: what admission compares with the budget."""
+    exact_unshared_bytes: int
+    phase_bytes: tuple[tuple[int, int], ...]
+    encode_s: float = field(default=0.0, compare=False)
+
+
+class CandidateSource(Protocol):
+    """Where admission gets candidates, placements and exact encodings."""
+
+    def expanded(self) -> Sequence[PlanRecord]:
+        """Every expanded plan; called once per admission."""
+        ...
+
+    def place(self, record: PlanRecord) -> PlanRecord | str:
+        """The scheduler's plan for ``record``'s configuration and tile budget, or why none."""
+        ...
+
+    def encode(self, record: PlanRecord) -> ExactRecord:
+        """Encode ``record``'s plan exactly."""
+        ...
+
+
+def score(record: PlanRecord, penalty: int) -> int:
+    """Execution score with the storage penalty: ``execution_ns + penalty * estimate``."""
+    return record.execution_ns + penalty * record.estimate_bytes
+
+
+def _rank_key(record: PlanRecord, budget: int, penalty: int) -> tuple[object, ...]:
+    excess = record.estimate_bytes - budget
+    if excess <= 0:
+        return (0, 0, score(record, penalty), record.label, record.key)
+    return (1, excess, score(record, penalty), record.label, record.key)
+
+
+def rank(records: Iterable[PlanRecord], budget: int, penalty: int) -> list[PlanRecord]:
+    """Predicted fits by score first, then the rest by predicted excess (module docstring)."""
+    return sorted(records, key=lambda r: _rank_key(r, budget, penalty))
+
+
+def shortlist(ranked: Sequence[PlanRecord], limit: int) -> list[PlanRecord]:
+    """The first ``limit`` of ``ranked`` plus the minimum-estimated-storage alternative."""
+    chosen = list(ranked[:limit])
+    if ranked:
+        smallest = min(ranked, key=lambda r: r.estimate_bytes)
+        if smallest not in chosen:
+            chosen.append(smallest)
+    return chosen
+
+
+def ranking_reason(record: PlanRecord, budget: int, penalty: int) -> str:
+    """Why ``record`` ranks where it does, for reports."""
+    if record.estimate_bytes <= budget:
+        return (
+            f"predicted to fit ({record.estimate_bytes} <= {budget} B); score "
+            f"{score(record, penalty)} ns = {record.execution_ns} ns + {penalty} ns/B x "
+            f"{record.estimate_bytes} B"
+        )
+    return f"predicted over budget by {record.estimate_bytes - budget} B"
+
+
+@dataclass
+class Attempt:
+    """One storage-penalty attempt: who was shortlisted, what was new, what was admitted."""
+
+    penalty: int
+    placement_finalists: list[str] = field(default_factory=list)
+    exchange_schedule_finalists: list[str] = field(default_factory=list)
+    placements_run: int = 0
+    encodings_run: int = 0
+    admitted: list[str] = field(default_factory=list)
+    selected: str | None = None
+    note: str = ""
+
+
+@dataclass
+class Admission:
+    """The state and outcome of one admission run (`admit`)."""
+
+    budget: int
+    limits: AdmissionLimits
+    records: dict[str, PlanRecord] = field(default_factory=dict)
+    """Every distinct candidate by key, expanded and placed."""
+    aliases: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    """Labels of candidates found equivalent to (same key as) a recorded one."""
+    expanded: list[str] = field(default_factory=list)
+    placed: dict[str, str] = field(default_factory=dict)
+    """Expanded key -> key of its scheduled plan, or the reason placement failed."""
+    exact: dict[str, ExactRecord] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    """Latest ranking reason of each candidate."""
+    stage: dict[str, str] = field(default_factory=dict)
+    """Furthest stage each candidate reached."""
+    attempts: list[Attempt] = field(default_factory=list)
+    selected: str | None = None
+
+    def admitted(self, key: str) -> bool:
+        """True when ``key`` was encoded and its exact busiest tile fits the budget."""
+        exact = self.exact.get(key)
+        return exact is not None and exact.exact_bytes <= self.budget
+
+    def closest(self) -> str | None:
+        """The encoded candidate with the smallest exact table (lowest key on ties)."""
+        if not self.exact:
+            return None
+        return min(self.exact, key=lambda k: (self.exact[k].exact_bytes, k))
+
+    def error(self, key: str) -> FootprintError | None:
+        """Estimate against exact busiest tile (with sharing) of an encoded candidate."""
+        exact = self.exact.get(key)
+        if exact is None:
+            return None
+        return FootprintError(-1, self.records[key].estimate_bytes, exact.exact_bytes)
+
+    def phase_errors(self, key: str) -> tuple[FootprintError, ...]:
+        """Per stored phase, estimated against encoded active-row bytes."""
+        exact = self.exact.get(key)
+        if exact is None:
+            return ()
+        estimated = dict(self.records[key].phase_estimates)
+        return tuple(FootprintError(p, estimated.get(p, 0), b) for p, b in exact.phase_bytes)
+
+    def decision(self, key: str) -> str:
+        """What became of candidate ``key``, in one phrase."""
+        if key == self.selected:
+            return "selected"
+        exact = self.exact.get(key)
+        if exact is not None:
+            verdict = "<=" if exact.exact_bytes <= self.budget else ">"
+            outcome = "admitted" if verdict == "<=" else "rejected"
+            return f"{outcome} by the exact encoder ({exact.exact_bytes} {verdict} {self.budget} B)"
+        record = self.records[key]
+        if record.fragments > self.limits.fragment_limit:
+            return (
+                f"not encoded: {record.fragments} fragments over the limit "
+                f"{self.limits.fragment_limit}"
+            )
+        return {
+            "expanded": "not shortlisted for placement",
+            "placement": "not shortlisted for exact encoding",
+        }[self.stage[key]]
+
+
+def admit(source: CandidateSource, budget: int, limits: AdmissionLimits) -> Admission:
+    """Run admission (module docstring); the result names the selected key, if any.
+
+    Never raises for a budget that nothing meets: the caller reads
+    `Admission.selected` (None) and `Admission.closest`.
+    """
+    if budget < 1:
+        raise InvalidConfigError(f"exchange table budget must be >= 1 byte, got {budget}")
+    state = Admission(budget, limits)
+    for record in source.expanded():
+        if _remember(state, record):
+            state.expanded.append(record.key)
+            state.stage[record.key] = "expanded"
+    for penalty in limits.penalties:
+        attempt = Attempt(penalty)
+        state.attempts.append(attempt)
+        _attempt(state, source, attempt)
+        if attempt.selected is not None:
+            state.selected = attempt.selected
+            break
+    return state
+
+
+def _remember(state: Admission, record: PlanRecord) -> bool:
+    """Record a candidate; False (and an alias) when its key is already known."""
+    known = state.records.get(record.key)
+    if known is not None:
+        if record.label != known.label and record.label not in state.aliases[record.key]:
+            state.aliases[record.key].append(record.label)
+        return False
+    state.records[record.key] = record
+    return True
+
+
+def _attempt(state: Admission, source: CandidateSource, attempt: Attempt) -> None:
+    budget, limits, penalty = state.budget, state.limits, attempt.penalty
+    records = state.records
+
+    def ranked(keys: Iterable[str]) -> list[PlanRecord]:
+        result = rank((records[k] for k in keys), budget, penalty)
+        for r in result:
+            state.reasons[r.key] = ranking_reason(r, budget, penalty)
+        return result
+
+    # Stage 1: per planning configuration, the expanded-plan shortlist.
+    groups: dict[str, list[str]] = defaultdict(list)
+    for key in state.expanded:
+        groups[records[key].configuration].append(key)
+    screened = [
+        r.key
+        for configuration in sorted(groups)
+        for r in shortlist(ranked(groups[configuration]), limits.expanded_plan_finalists)
+    ]
+    # Stage 2: placement of new finalists (already placed ones stay candidates below).
+    fresh = [r for r in ranked(screened) if r.key not in state.placed]
+    for record in shortlist(fresh, limits.placement_finalists):
+        attempt.placement_finalists.append(record.key)
+        state.stage[record.key] = "placement"
+        outcome = source.place(record)
+        attempt.placements_run += 1
+        if isinstance(outcome, str):
+            state.placed[record.key] = outcome
+            continue
+        state.placed[record.key] = outcome.key
+        if _remember(state, outcome):
+            state.stage[outcome.key] = "placement"
+    # Stage 3: exact encoding of new finalists among everything placed so far.
+    pool = set(state.placed) | {k for k in state.placed.values() if k in records}
+    encodable = [
+        k
+        for k in sorted(pool)
+        if k not in state.exact and records[k].fragments <= limits.fragment_limit
+    ]
+    if not encodable:
+        attempt.note = "nothing new to encode: every placed candidate was decided or too large"
+        return
+    finalists = shortlist(ranked(encodable), limits.exchange_schedule_finalists)
+    for record in finalists:
+        attempt.exchange_schedule_finalists.append(record.key)
+        state.exact[record.key] = source.encode(record)
+        attempt.encodings_run += 1
+    attempt.admitted = [r.key for r in finalists if state.admitted(r.key)]
+    if attempt.admitted:
+        attempt.selected = attempt.admitted[0]
+
+
+def admission_report(state: Admission) -> dict[str, object]:
+    """The ``reports/exchange_admission.json`` document (deterministic: no wall times)."""
+    candidates = []
+    for key in sorted(state.records, key=lambda k: (state.records[k].label, k)):
+        record = state.records[key]
+        exact = state.exact.get(key)
+        error = state.error(key)
+        candidates.append(
+            {
+                "key": key,
+                "label": record.label,
+                "equivalent": sorted(state.aliases.get(key, [])),
+                "configuration": record.configuration,
+                "placement": record.placement,
+                "tile_budget": record.tile_budget,
+                "execution_ns": record.execution_ns,
+                "fragments": record.fragments,
+                "estimate_bytes": record.estimate_bytes,
+                "estimate_unshared_bytes": record.estimate_unshared_bytes,
+                "exact_bytes": None if exact is None else exact.exact_bytes,
+                "exact_unshared_bytes": None if exact is None else exact.exact_unshared_bytes,
+                "error": None if error is None else _ratio(error.error),
+                "phase_errors": [
+                    {
+                        "phase": e.key,
+                        "estimate_bytes": e.estimated,
+                        "exact_bytes": e.encoded,
+                        "error": _ratio(e.error),
+                    }
+                    for e in state.phase_errors(key)
+                ],
+                "stage": state.stage.get(key, "expanded"),
+                "placed_as": state.placed.get(key),
+                "decision": state.decision(key),
+                "ranking": state.reasons.get(key, ""),
+                "details": record.details,
+            }
+        )
+    closest = state.closest()
+    return {
+        "budget_bytes": state.budget,
+        "limits": {
+            "expanded_plan_finalists": state.limits.expanded_plan_finalists,
+            "placement_finalists": state.limits.placement_finalists,
+            "exchange_schedule_finalists": state.limits.exchange_schedule_finalists,
+            "fragment_limit": state.limits.fragment_limit,
+            "penalties_ns_per_byte": list(state.limits.penalties),
+        },
+        "selected": state.selected,
+        "closest": closest,
+        "attempts": [
+            {
+                "penalty_ns_per_byte": a.penalty,
+                "placement_finalists": a.placement_finalists,
+                "exchange_schedule_finalists": a.exchange_schedule_finalists,
+                "placements_run": a.placements_run,
+                "encodings_run": a.encodings_run,
+                "admitted": a.admitted,
+                "selected": a.selected,
+                "note": a.note,
+            }
+            for a in state.attempts
+        ],
+        "candidates": candidates,
+    }
+
+
+def _ratio(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)

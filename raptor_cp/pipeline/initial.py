@@ -1,0 +1,169 @@
+"""The initial pipeline schedule: steps 1–2 of the seeds' "Default throughput selection".
+
+`initial_pipeline` runs, on a lowered graph and a target:
+
+1. `pipeline_groups`: all lanes of an operation form one group, in topological order;
+2. `StageCosts`: the partition's stage costs (ordered packing / dependency priority),
+   tabulated for every range at the prefix DP's grid budgets in one batch;
+3. `initial_partition` (`raptor_cp.heuristics.prefix_dp`): the prefix DP over group
+   prefixes and at most 16 spare-core units, then minimax core budgets;
+4. `add_spare_cores`: cores the minimax budgets leave idle (their stage curves are
+   flat) join the stages, one at a time, each to the stage with the most compute
+   per core (ties: lowest stage) — the seeds' "idle spare cores", which a feasible
+   packing tolerates;
+5. `StageCosts.assignment`: each stage's constructive packing on its final budget
+   (ordered runs, or the reuse-first stage packer when its demand is lower);
+6. `assemble_pipeline`: layout, placement, per-core order, boundary demand and the
+   interval estimate.
+
+The bounded beam refinement (seeds' steps 3–8) is not implemented: the initial
+partition is the selected schedule.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from raptor_cp.errors import InvalidConfigError, NotFoundWithinBudgetError
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, SpareGrid, initial_partition
+from raptor_cp.pipeline.groups import pipeline_groups
+from raptor_cp.pipeline.schedule import PipelinePlan, assemble_pipeline
+from raptor_cp.pipeline.stage_costs import StageCosts
+from raptor_cp.pipeline_problems import PartitionProblem, PartitionSolution, Stage
+from raptor_cp.targets.base import SchedulingTarget
+
+
+@dataclass(frozen=True, eq=False)
+class InitialPipeline:
+    """The initial schedule with the evidence its report records."""
+
+    plan: PipelinePlan
+    partition: PartitionSolution
+    stage_costs: list[int | None]
+    """``stage_cost`` of each stage at its final budget."""
+    packing: list[dict[str, object]]
+    """Per stage: the constructive packing's evidence (`StageCosts.assignment`)."""
+    phase_times_s: dict[str, float] = field(default_factory=dict)
+    work: dict[str, int] = field(default_factory=dict)
+
+
+def partition_problem(
+    graph: ComputeGraph, target: SchedulingTarget, depth: int
+) -> tuple[PartitionProblem, StageCosts]:
+    """The `PartitionProblem` of ``graph`` on ``target`` with at most ``depth`` stages."""
+    groups = pipeline_groups(graph)
+    costs = StageCosts(graph, target, groups)
+    problem = PartitionProblem(groups.count, target.cores, depth, costs, name=graph.name)
+    return problem, costs
+
+
+def tabulate_grid(problem: PartitionProblem, costs: StageCosts, spare_units: int) -> None:
+    """Price every group range at the budgets of the prefix DP's spare grid in one batch."""
+    grid = SpareGrid.of(problem, spare_units)
+    budgets = [grid.budget(j) for j in range(grid.units + 1) if grid.budget(j) <= problem.cores]
+    costs.tabulate(budgets)
+
+
+def add_spare_cores(
+    stages: Sequence[Stage], cores: int, work: Sequence[int], tasks: Sequence[int]
+) -> tuple[Stage, ...]:
+    """Hand the ``cores`` the stages leave idle to the stages (see the module docstring).
+
+    ``work[s]`` is stage ``s``'s total compute; each spare core goes to the stage
+    with the largest ``work / budget`` (exact rationals; ties: lowest stage index)
+    among the stages with fewer cores than ``tasks[s]``, their task count (a core
+    more than tasks would stay empty). Cores no stage can take stay idle.
+    """
+    budgets = [stage.cores for stage in stages]
+    heap = [
+        (-Fraction(w, b), s)
+        for s, (w, b) in enumerate(zip(work, budgets, strict=True))
+        if b < tasks[s]
+    ]
+    heapq.heapify(heap)
+    for _ in range(cores - sum(budgets)):
+        if not heap:
+            break
+        _, s = heapq.heappop(heap)
+        budgets[s] += 1
+        if budgets[s] < tasks[s]:
+            heapq.heappush(heap, (-Fraction(work[s], budgets[s]), s))
+    return tuple(Stage(st.first, st.stop, b) for st, b in zip(stages, budgets, strict=True))
+
+
+def final_stages(
+    graph: ComputeGraph, costs: StageCosts, stages: Sequence[Stage], cores: int
+) -> tuple[Stage, ...]:
+    """The partition's stages with the idle cores added (`add_spare_cores`)."""
+    members = [costs.groups.range_tasks(s.first, s.stop) for s in stages]
+    work = [int(graph.cost[m].sum()) for m in members]
+    return add_spare_cores(stages, cores, work, [len(m) for m in members])
+
+
+def initial_pipeline(
+    graph: ComputeGraph, target: SchedulingTarget, depth: int, spare_units: int = SPARE_UNITS
+) -> InitialPipeline:
+    """Build the initial pipeline schedule of ``graph`` on ``target`` (module docstring).
+
+    Raises
+    ------
+    InvalidConfigError
+        If ``depth`` is below 1.
+    NotFoundWithinBudgetError
+        If no partition has an available packing for every stage, or a chosen
+        stage cannot be packed (bounded search; not a proof of infeasibility).
+    """
+    if depth < 1:
+        raise InvalidConfigError(f"pipeline depth must be >= 1, got {depth}")
+    times: dict[str, float] = {}
+    began = time.perf_counter()
+    problem, costs = partition_problem(graph, target, depth)
+    times["grouping"] = time.perf_counter() - began
+
+    mark = time.perf_counter()
+    tabulate_grid(problem, costs, spare_units)
+    partition = initial_partition(problem, spare_units)
+    partition_s = time.perf_counter() - mark
+    times["constructive_packing"] = costs.stats.packing_s
+    times["dependency_spans"] = costs.stats.spans_s
+    times["partition"] = partition_s - costs.stats.packing_s - costs.stats.spans_s
+    if partition.stages is None:
+        raise NotFoundWithinBudgetError(
+            f"{graph.name}: no partition into at most {depth} stages has an ordered packing "
+            f"for every stage on {target.name} ({partition.details.get('reason', '')})"
+        )
+
+    mark = time.perf_counter()
+    groups = costs.groups
+    stages = final_stages(graph, costs, partition.stages, target.cores)
+    assignments = []
+    evidence = []
+    for stage in stages:
+        core, details = costs.assignment(stage.first, stage.stop, stage.cores)
+        assignments.append(core)
+        evidence.append(details)
+    times["stage_packing"] = time.perf_counter() - mark
+
+    mark = time.perf_counter()
+    plan = assemble_pipeline(graph, target, groups, stages, assignments)
+    times["placement"] = time.perf_counter() - mark
+    times["total"] = time.perf_counter() - began
+    return InitialPipeline(
+        plan=plan,
+        partition=partition,
+        stage_costs=[costs(s.first, s.stop, s.cores) for s in stages],
+        packing=evidence,
+        phase_times_s=times,
+        work={
+            "groups": groups.count,
+            "stage_cost_queries": int(partition.details.get("stage_cost_queries", 0)),
+            "stage_costs_priced": costs.stats.priced,
+            "pricing_batches": costs.stats.batches,
+            "stage_packings": len(assignments),
+        },
+    )
