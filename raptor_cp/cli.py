@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from raptor_cp import __version__
+from raptor_cp.cli_cycle_ratio import cycle_ratio_command
 from raptor_cp.errors import (
     InvalidInputError,
     NotFoundWithinBudgetError,
@@ -517,3 +518,6 @@ def _inspection_lines(report: dict[str, Any]) -> list[str]:
         f"{format_ns(bounds['critical_path_ns'])}, work/cores "
         f"{format_ns(bounds['work_per_core_ns'])}), cores needed {bounds['cores_needed']}",
     ]
+
+
+main.add_command(cycle_ratio_command)
