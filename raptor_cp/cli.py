@@ -19,6 +19,7 @@ import click
 
 from raptor_cp import __version__
 from raptor_cp.cli_cycle_ratio import cycle_ratio_command
+from raptor_cp.cli_periodic import periodic_command
 from raptor_cp.errors import (
     InvalidInputError,
     NotFoundWithinBudgetError,
@@ -159,6 +160,32 @@ _json_option = click.option(
 @click.option("--plot", is_flag=True, help="Also write gantt.png.")
 @_json_option
 @click.option("--example", is_flag=True, help="Compile the bundled ResNet-18 (no MODEL).")
+@click.option(
+    "--exchange-budget",
+    type=click.IntRange(min=1),
+    help="IPU targets: exchange-table bytes per tile; admit a plan within it (docs/exchange.md).",
+)
+@click.option(
+    "--expanded-plan-finalists",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="With --exchange-budget: expanded plans kept per planning configuration.",
+)
+@click.option(
+    "--placement-finalists",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="With --exchange-budget: candidates placed by the scheduler (+ the min-storage one).",
+)
+@click.option(
+    "--exchange-schedule-finalists",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --exchange-budget: candidates encoded exactly (+ the min-storage one).",
+)
 def compile_command(
     model: Path | None,
     target: str,
@@ -171,6 +198,10 @@ def compile_command(
     plot: bool,
     as_json: bool,
     example: bool,
+    exchange_budget: int | None,
+    expanded_plan_finalists: int,
+    placement_finalists: int,
+    exchange_schedule_finalists: int,
 ) -> None:
     """Schedule MODEL on a target and write schedule.json and trace.json to --out.
 
@@ -178,6 +209,8 @@ def compile_command(
     reports/pipeline_selection.json instead (see docs/cli.md).
     """
     depth = _pipeline_depth(click.get_current_context(), mode, pipeline, plot)
+    if depth is not None and exchange_budget is not None:
+        raise UserError("--exchange-budget is available in latency mode only")
     progress = _Progress(quiet=as_json)
     if depth is not None:
         from raptor_cp.cli_pipeline import compile_pipeline, summary_line
@@ -191,7 +224,24 @@ def compile_command(
         return
     with _model_path(model, example) as path:
         workload, target_obj, graph, lanes_used = _prepare(path, target, lanes, bits, progress)
-    summary = _compile(workload, target_obj, graph, scheduler, out, plot, progress)
+    if exchange_budget is None:
+        summary = _compile(workload, target_obj, graph, scheduler, out, plot, progress)
+    else:
+        from raptor_cp.cli_exchange import compile_admitted
+
+        finalists = (expanded_plan_finalists, placement_finalists, exchange_schedule_finalists)
+        summary = compile_admitted(
+            workload,
+            target_obj,
+            lanes=lanes,
+            scheduler=scheduler,
+            budget=exchange_budget,
+            finalists=finalists,
+            out=out,
+            plot=plot,
+            progress=progress.done,
+        )
+        lanes_used = summary["lanes"]
     summary["lanes"] = lanes_used
     summary["warnings"] = list(getattr(target_obj, "warnings", ()))
     if as_json:
@@ -201,7 +251,7 @@ def compile_command(
         f"{summary['model']} on {summary['target']}: {summary['tasks']} tasks on "
         f"{summary['cores_used']}/{summary['cores']} cores, makespan "
         f"{format_ns(summary['makespan_ns'])} (lower bound "
-        f"{format_ns(summary['lower_bound_ns'])}), {scheduler}, wrote {out}/"
+        f"{format_ns(summary['lower_bound_ns'])}), {summary['scheduler']}, wrote {out}/"
     )
 
 
@@ -521,3 +571,4 @@ def _inspection_lines(report: dict[str, Any]) -> list[str]:
 
 
 main.add_command(cycle_ratio_command)
+main.add_command(periodic_command)

@@ -100,16 +100,22 @@ def lowering_key(workload: Workload, target: IpuTarget, lanes: int) -> tuple[obj
 
 
 def spread_schedule(problem: LatencyProblem, tiles: int) -> Schedule:
-    """Deal every operation's tasks evenly over the first ``tiles`` tiles.
+    """Deal every operation's tasks evenly over a span of the first ``tiles`` tiles.
 
-    The ``k``-th of an operation's ``m`` tasks (in task order: batch copy, lane,
-    array group) goes to tile ``k * tiles // m``, so lane ``l`` of consecutive
-    operations lands on the same tiles and element-wise chains need no
-    exchange, while the array groups of a matrix spread out. A task whose
-    weights do not fit its tile's free SRAM moves to the next tile (cyclically)
-    that holds them or has room. Each tile runs its tasks by operation, then
-    task id: a topological order, as operations are numbered in workload order.
-    ``O(T)`` plus the capacity probes; no timing search.
+    Within an operation, tasks are taken by weight, then lane, then id (batch
+    copies of a lane stay together), and the ``k``-th of ``m`` goes to tile
+    ``start + k * span // m`` (mod ``tiles``). An operation without weights
+    spans every tile from tile 0, so lane ``l`` of consecutive element-wise
+    operations lands on the same tile and needs no exchange. An operation with
+    ``G`` distinct weights spans ``min(tiles, G * r)`` tiles, each weight on
+    about ``r`` consecutive tiles (its replicas, which split the lanes), where
+    ``r = tiles * SRAM // (2 * distinct weight bytes)`` keeps the replicas within
+    half of the SRAM; successive weighted operations start where the previous
+    span ended. A task whose weights do not fit its tile's free SRAM moves to
+    the next tile (cyclically) that holds them or has room. Each tile runs its
+    tasks by operation, then id: a topological order, as operations are
+    numbered in workload order. ``O(T log T)`` plus the capacity probes; no
+    timing search.
 
     Raises
     ------
@@ -119,12 +125,36 @@ def spread_schedule(problem: LatencyProblem, tiles: int) -> Schedule:
     graph, target = problem.graph, problem.target
     operation = graph.operation
     n = graph.num_tasks
-    counts = np.bincount(operation, minlength=len(graph.operation_names))
-    by_operation = np.argsort(operation, kind="stable")
-    rank = np.empty(n, dtype=np.int64)
+    ops = len(graph.operation_names)
+    first_weight = np.array([w[0] if w else -1 for w in graph.task_weights], dtype=np.int64)
+    order = np.lexsort((np.arange(n), graph.lane, first_weight, operation))
+    counts = np.bincount(operation, minlength=ops)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    rank[by_operation] = np.arange(n) - np.repeat(starts, counts)
-    home = (rank * tiles // counts[operation]).tolist()
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - np.repeat(starts, counts)
+    used = first_weight >= 0
+    groups = np.zeros(ops, dtype=np.int64)
+    pairs = np.unique(operation[used] * max(graph.num_weights, 1) + first_weight[used])
+    np.add.at(groups, pairs // max(graph.num_weights, 1), 1)
+    replicas = max(1, tiles * target.capacity(0) // max(1, 2 * graph.distinct_weight_slots()))
+    span = np.where(groups > 0, np.minimum(tiles, groups * replicas), tiles)
+    begin = np.zeros(ops, dtype=np.int64)
+    cursor = 0
+    for op in np.flatnonzero(groups).tolist():
+        begin[op] = cursor
+        cursor = (cursor + int(span[op])) % tiles
+    home = (begin[operation] + rank * span[operation] // np.maximum(counts[operation], 1)) % tiles
+    core = _fit_weights(problem, home.tolist(), tiles)
+    order = np.lexsort((np.arange(n), operation, core))
+    bounds = np.searchsorted(core[order], np.arange(target.cores + 1)).tolist()
+    ordered = order.tolist()
+    core_order = tuple(tuple(ordered[bounds[p] : bounds[p + 1]]) for p in range(target.cores))
+    return Schedule(core_order, np.zeros(n, dtype=np.int64), SPREAD)
+
+
+def _fit_weights(problem: LatencyProblem, home: list[int], tiles: int) -> np.ndarray:
+    """Move each task whose weights overflow its home tile to the next tile they fit."""
+    graph, target = problem.graph, problem.target
     size = graph.weight_size.tolist()
     free = [target.capacity(t) for t in range(tiles)]
     held: list[set[int]] = [set() for _ in range(tiles)]
@@ -144,12 +174,7 @@ def spread_schedule(problem: LatencyProblem, tiles: int) -> Schedule:
         free[tile] -= need
         held[tile].update(weights)
         home[task] = tile
-    core = np.asarray(home, dtype=np.int64)
-    order = np.lexsort((np.arange(n), operation, core))
-    bounds = np.searchsorted(core[order], np.arange(target.cores + 1)).tolist()
-    ordered = order.tolist()
-    core_order = tuple(tuple(ordered[bounds[p] : bounds[p + 1]]) for p in range(target.cores))
-    return Schedule(core_order, np.zeros(n, dtype=np.int64), SPREAD)
+    return np.asarray(home, dtype=np.int64)
 
 
 def scheduled(graph: ComputeGraph, target: IpuTarget, scheduler: str, tiles: int) -> Schedule:

@@ -30,7 +30,8 @@ TERMINATION = "initial partition (refinement not implemented)"
 QUEUE_EVALUATIONS = 32
 """The seeds' queue-evaluation budget of the (not yet implemented) refinement."""
 CONSTRUCTIVE_PACKINGS = 128
-"""The seeds' constructive allocation / physical packing budget of the refinement."""
+"""The seeds' constructive allocation / physical packing budget; the initial schedule's
+allocation and placement use one of them."""
 
 
 def interval_lower_bound(graph: ComputeGraph, target: SchedulingTarget) -> dict[str, int]:
@@ -171,7 +172,7 @@ def selection_document(
             "queue_evaluations": QUEUE_EVALUATIONS,
             "queue_evaluations_used": 0,
             "constructive_packings": CONSTRUCTIVE_PACKINGS,
-            "constructive_packings_used": 0,
+            "constructive_packings_used": 1,
         },
         "work": dict(work),
         "phase_times_s": {k: round(v, 6) for k, v in phase_times_s.items()},

@@ -8,15 +8,21 @@ assembly
    checks every region's adjacency;
 2. places each stage on its region (`StagePlacer`: retained packing or
    topology-aware greedy, ranked by demand with the 1 % span tie rule);
-3. orders each core's tasks topologically (the order of the graph's
-   deterministic topological sort) and gives every core its stage (-1 idle);
+3. orders each core's tasks by the stage's earliest-ready list schedule
+   (`StagePlacer.timing`, consistent with the dependencies) and gives every
+   core its stage (-1 idle);
 4. prices the cross-stage boundary demand (`boundary_demand`).
 
 The interval estimate is the maximum of three terms, each reported on its own:
 the largest per-core work (serial compute plus incident same-stage transfers,
 hop-aware), the largest stage span (dependency completion of one stage's work
 when its cross-stage inputs are ready at the start of the interval) and the
-serialized shared-memory service of the boundary traffic. It is a conditional
+serialized shared-memory service of the boundary traffic. Counting the stage
+span follows issue 4 and models stage-synchronous execution (a stage takes the
+next input once it has finished the current one); the seeds' recurrence model
+lets a stage's cores overlap generations and treats the within-generation span
+as latency, not an initiation interval, which is why each term is reported on
+its own and ``binding`` names the one that sets the interval. It is a conditional
 estimate of the abstract execution model, not a simulator prediction: issue,
 contention and cross-generation recurrence are not modelled (the seeds' queue
 evaluation is not implemented). Estimated starts in the schedule are relative to

@@ -291,6 +291,20 @@ class PimTarget:
         """Sender's local read plus receiver's local write of a message."""
         return _ceil_div(self._local.read_ps(nbytes) + self._local.write_ps(nbytes), _PS_PER_NS)
 
+    def flit_ns(self, src: int, dst: int | None) -> int:
+        """Per-flit latency from core ``src`` to core ``dst`` (None: global memory)."""
+        return self._gm_latency[src] if dst is None else self._latency[src][dst]
+
+    def local_memory_ns(self, nbytes: int, write: bool) -> int:
+        """One core-local memory read (or write) of ``nbytes``, rounded up to ns."""
+        timing = self._local
+        return _ceil_div(timing.write_ps(nbytes) if write else timing.read_ps(nbytes), _PS_PER_NS)
+
+    def global_memory_ns(self, nbytes: int, write: bool) -> int:
+        """The global memory's own service of one read (or write), without the network."""
+        timing = self._global
+        return _ceil_div(timing.write_ps(nbytes) if write else timing.read_ps(nbytes), _PS_PER_NS)
+
     def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
         """send/recv (``TransferUnit``): 1-flit request, 1-flit ready, read, flits, write.
 

@@ -1,0 +1,157 @@
+"""``raptor-cp periodic ARTIFACT --target T``: periodic analysis of a pimsim-nn instruction file.
+
+ARTIFACT is a single-file JSON artifact or a directory of ``config.json`` and
+``core_<id>.json`` / ``core_<id>.pim`` files (`raptor_cp.periodic.artifact`);
+T is a pimsim-nn target (a preset or a chip config path). The command builds
+the artifact's periodic event graph, computes the recurrence bound (maximum
+cycle ratio with a witness cycle) and runs the queue engine in both tie orders,
+then prints a summary, or with ``--json`` the whole document
+(`raptor_cp.reports.periodic_report`); ``--out FILE`` also writes it.
+
+Exit status: 0 when analysed (the queue estimate may still be ``unavailable``,
+with its reason); 1 when the artifact deadlocks (a cycle of same-generation
+dependencies; the report names its events); 2 on bad input, including a WAIT
+that no SYNC ever satisfies.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+ARTIFACT_EFFECTS = (
+    "vector ops are priced at setbw's input precision for input and output widths "
+    "(8 bits before any setbw); mvmul at mbiw for input, weights and output",
+)
+"""Approximations of the instruction frontend, listed with the model's missing effects."""
+
+
+@click.command("periodic", short_help="Recurrence and queue estimate of an instruction artifact.")
+@click.argument("artifact", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--target",
+    "-t",
+    required=True,
+    help="pimsim-nn preset or chip config path the artifact was compiled for.",
+)
+@click.option(
+    "--method",
+    type=click.Choice(["howard", "bisection"]),
+    default="howard",
+    show_default=True,
+    help="Maximum-cycle-ratio method for the recurrence.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as one JSON object.")
+@click.option("--out", type=click.Path(path_type=Path), help="Also write the report to this file.")
+@click.pass_context
+def periodic_command(
+    ctx: click.Context, artifact: Path, target: str, method: str, as_json: bool, out: Path | None
+) -> None:
+    """Analyse the periodic execution of a pimsim-nn instruction ARTIFACT on a target."""
+    from raptor_cp.cli import UserError
+    from raptor_cp.errors import RaptorError
+
+    try:
+        document = _analyse(artifact, target, method)
+        if out is not None:
+            from raptor_cp.reports.output import dumps
+
+            out.write_text(dumps(document), encoding="utf-8")
+    except RaptorError as error:
+        raise UserError(" ".join(str(error).split())) from None
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        raise UserError(where + (error.strerror or str(error))) from None
+    if as_json:
+        click.echo(json.dumps(document, sort_keys=True))
+    else:
+        for line in summary_lines(document):
+            click.echo(line)
+    ctx.exit(1 if document["recurrence"]["status"] == "deadlock" else 0)
+
+
+def _analyse(artifact: Path, spec: str, method: str) -> dict[str, Any]:
+    from raptor_cp.errors import InvalidConfigError
+    from raptor_cp.periodic.artifact import artifact_events, load_artifact
+    from raptor_cp.reports.periodic_report import periodic_document
+    from raptor_cp.targets.pim import PimTarget
+    from raptor_cp.targets.registry import resolve_target
+
+    target = resolve_target(spec)
+    if not isinstance(target, PimTarget):
+        raise InvalidConfigError(
+            f"--target {spec}: instruction artifacts need a pimsim-nn target "
+            "(a preset or a chip config path)"
+        )
+    loaded = load_artifact(artifact)
+    events = artifact_events(loaded, target)
+    document = periodic_document(
+        events,
+        source=str(artifact),
+        target=target.name,
+        method=method,
+        missing_effects=ARTIFACT_EFFECTS,
+    )
+    document["instructions"] = loaded.num_instructions
+    document["warnings"] = list(target.warnings)
+    return document
+
+
+def _ns(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:g} ns"
+
+
+def summary_lines(document: dict[str, Any]) -> list[str]:
+    """The human-readable summary of a periodic document."""
+    recurrence = document["recurrence"]
+    lines = [
+        f"{document['source']} on {document['target']}: {document['instructions']} "
+        f"instructions, {document['events']} events, {document['dependencies']} dependencies, "
+        f"{len(document['active_cores'])} active core(s)"
+    ]
+    if recurrence["status"] == "deadlock":
+        cycle = " -> ".join(
+            f"{e['kind']}@core{e['core']}#{e['step']}" for e in recurrence["cycle"][:8]
+        )
+        more = " -> ..." if len(recurrence["cycle"]) > 8 else ""
+        lines.append(f"deadlock: a cycle of same-generation dependencies: {cycle}{more}")
+        return lines
+    if recurrence["status"] == "acyclic":
+        lines.append("recurrence: no cycle (no event repeats)")
+    else:
+        witness = recurrence["witness"]
+        cores = ", ".join(map(str, witness["cores"])) or "none"
+        lines.append(
+            f"recurrence: {_ns(recurrence['interval_ns'])} (ratio {recurrence['ratio']}, "
+            f"{recurrence['method']}); critical cycle of {witness['length']} dependencies "
+            f"through core(s) {cores}"
+        )
+    memory = document["memory_service"]
+    busiest = document["busiest_core"]
+    if busiest is None:
+        lines.append("work: every core is idle")
+    else:
+        lines.append(
+            f"work: busiest core {busiest} {document['core_work_ns'][str(busiest)]} ns; memory "
+            f"controller {memory['service_ns']} ns ({memory['loads']} loads, "
+            f"{memory['stores']} stores)"
+        )
+        estimate = document["interval_estimate"]
+        lines.append(f"interval estimate: {_ns(estimate['ns'])} (bound by {estimate['bound_by']})")
+    queue = document["queue"]
+    if queue["status"] == "converged":
+        lines.append(
+            f"queue: {_ns(queue['interval_ns'])} after {queue['generations']} generations "
+            f"(reversed ties: {_ns(queue['alternative_tie_interval_ns'])}); "
+            f"max memory-request wait {queue['max_request_wait_ns']} ns"
+        )
+    else:
+        lines.append(f"queue: unavailable: {queue['reason']}")
+    lines.append(
+        f"{len(document['missing_effects'])} missing effects listed in the report; "
+        "not eligible for schedule selection"
+    )
+    return lines

@@ -1,0 +1,352 @@
+"""The event graph, its builder and the queue engine on hand-built graphs with known intervals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.periodic import DeadlockError, maximum_cycle_ratio
+from raptor_cp.periodic.events import (
+    NO_RESOURCE,
+    Compute,
+    EventGraph,
+    EventKind,
+    Load,
+    Recv,
+    Send,
+    Signal,
+    Store,
+    Wait,
+    build_events,
+)
+from raptor_cp.periodic.graph import PeriodicGraph
+from raptor_cp.periodic.queue_engine import (
+    CONVERGED,
+    UNAVAILABLE,
+    queue_estimate,
+    run_queue,
+)
+from raptor_cp.periodic.timing import GLOBAL_MEMORY, ProtocolStepTiming, step_timing
+from raptor_cp.reports.periodic_report import periodic_document
+from raptor_cp.targets.generic import GenericTarget
+
+
+@dataclass(frozen=True)
+class FakeTiming:
+    """Round numbers: 2 ns per control flit, 1 ns per payload byte and per local byte."""
+
+    def cycle_ns(self) -> int:
+        return 1
+
+    def control_ns(self, src: int, dst: int) -> int:
+        return 2
+
+    def data_ns(self, src: int, dst: int, nbytes: int) -> int:
+        return nbytes
+
+    def local_read_ns(self, nbytes: int) -> int:
+        return nbytes
+
+    def local_write_ns(self, nbytes: int) -> int:
+        return nbytes
+
+    def global_read_ns(self, nbytes: int) -> int:
+        return 10 * nbytes
+
+    def global_write_ns(self, nbytes: int) -> int:
+        return 20 * nbytes
+
+
+def events_of(
+    n: int,
+    edges: list[tuple[int, int, int, int]],
+    core: list[int],
+    resource: list[int],
+    service: list[int],
+    num_cores: int,
+    release: list[int] | None = None,
+) -> EventGraph:
+    base = PeriodicGraph.from_edges(n, edges, name="tiny")
+    graph = PeriodicGraph(n, base.u, base.v, base.w, base.d, core=core, name="tiny")
+    return EventGraph(
+        graph,
+        resource,
+        service,
+        list(range(n)) if release is None else release,
+        num_cores,
+        [EventKind.OTHER] * n,
+        [-1] * n,
+        [0] * num_cores,
+    )
+
+
+def ping_pong() -> EventGraph:
+    """Core 0 event 0, core 1 event 1: 3 ns there, 5 ns back one generation later."""
+    return events_of(2, [(0, 1, 3, 0), (1, 0, 5, 1)], [0, 1], [-1, -1], [0, 0], 2)
+
+
+def test_ping_pong_interval_is_the_round_trip() -> None:
+    events = ping_pong()
+    run = run_queue(events)
+    assert run.status == CONVERGED
+    assert run.interval_ns == 8.0
+    assert run.generation_ends == (3, 11, 19, 27, 35)
+    assert maximum_cycle_ratio(events.recurrence_graph).ratio == 8
+
+
+def test_memory_bound_case_is_set_by_the_controller() -> None:
+    # Per core: entry -> request (controller, 10 ns) -> 1 ns back to the entry. Alone each
+    # core repeats every 12 ns; the shared controller needs 2 x 10 ns per generation.
+    edges = [(0, 1, 1, 0), (1, 0, 1, 1), (2, 3, 1, 0), (3, 2, 1, 1)]
+    events = events_of(4, edges, [0, 0, 1, 1], [-1, 2, -1, 2], [0, 10, 0, 10], 2)
+    doc = periodic_document(events, source="memory-bound", target="none")
+    assert doc["recurrence"]["interval_ns"] == 12.0
+    assert doc["memory_service"]["service_ns"] == 20
+    assert doc["interval_estimate"]["ns"] == 20
+    assert doc["interval_estimate"]["bound_by"] == "memory_service"
+    assert doc["queue"]["status"] == CONVERGED
+    assert doc["queue"]["interval_ns"] == 20.0
+
+
+def barrier() -> EventGraph:
+    """A barrier (0) releases two controller requests at once: request 1 of core 0 is
+    followed by 100 ns of work, request 2 of core 1 by none; both end the generation."""
+    edges = [(0, 1, 0, 0), (0, 2, 0, 0), (1, 3, 100, 0), (2, 4, 0, 0), (3, 0, 0, 1), (4, 0, 0, 1)]
+    return events_of(5, edges, [0, 0, 1, 0, 1], [-1, 2, 2, -1, -1], [0, 10, 10, 0, 0], 2)
+
+
+def test_reversed_tie_order_changes_the_interval() -> None:
+    estimate = queue_estimate(barrier())
+    # Index order serves core 0's request first: 10 + 100; reversed, it waits: 20 + 100.
+    assert estimate.interval_ns == 110.0
+    assert estimate.alternative_tie_interval_ns == 120.0
+    assert estimate.run.core_wait_ns == {0: 0.0, 1: 10.0}
+    assert estimate.reversed_run.core_wait_ns == {0: 10.0, 1: 0.0}
+    assert estimate.run.max_request_wait_ns == 10
+
+
+def switch_then_memory(held: bool) -> EventGraph:
+    """Core 0 issues two switch requests at once (2 ns each); the first goes on to the
+    controller (10 ns) and, when ``held``, keeps the switch until the controller is done."""
+    edges = [(0, 1, 0, 0), (0, 2, 0, 0), (1, 3, 0, 0), (3, 0, 0, 1), (2, 0, 0, 1)]
+    release = [0, 3, 2, 3] if held else None
+    return events_of(4, edges, [0] * 4, [-1, 0, 0, 1], [0, 2, 2, 10], 1, release)
+
+
+def test_switch_is_occupied_until_transport_completion() -> None:
+    held = run_queue(switch_then_memory(held=True))
+    assert held.interval_ns == 14.0
+    assert held.core_wait_ns == {0: 12.0}
+    free = run_queue(switch_then_memory(held=False))
+    assert free.interval_ns == 12.0
+    assert free.core_wait_ns == {0: 2.0}
+
+
+def test_convergence_needs_two_agreeing_windows() -> None:
+    # A 2-generation pattern (3 ns, then 5 ns) converges: both windows span 8 ns.
+    events = events_of(2, [(0, 1, 3, 0), (1, 0, 5, 0), (1, 0, 0, 1)], [0, 0], [-1, -1], [0, 0], 1)
+    with pytest.raises(DeadlockError):
+        maximum_cycle_ratio(events.recurrence_graph)
+    alternating = events_of(2, [(0, 1, 3, 1), (1, 0, 5, 1)], [0, 0], [NO_RESOURCE] * 2, [0, 0], 1)
+    run = run_queue(alternating)
+    assert run.status == CONVERGED
+    assert run.interval_ns == 4.0
+
+
+def test_generation_bound_makes_the_run_unavailable() -> None:
+    run = run_queue(ping_pong(), max_generations=4)
+    assert run.status == UNAVAILABLE
+    assert run.interval_ns is None
+    assert run.reason == (
+        "generation bound: event 0 (OTHER, core 0) completed 4 generations before the "
+        "interval converged (4 generation(s) finished everywhere)"
+    )
+
+
+def test_event_budget_makes_the_run_unavailable() -> None:
+    run = run_queue(ping_pong(), event_budget=5)
+    assert run.status == UNAVAILABLE
+    assert run.processed_events == 5
+    assert run.reason == (
+        "processed-event bound 5 = 16(V+E) reached after 2 generation(s) without convergence"
+    )
+
+
+def test_default_event_budget_is_sixteen_times_v_plus_e() -> None:
+    # A core repeating every 1 ns beside one repeating every 1000 ns: the fast one spends
+    # the 16 * (V + E) = 64 events before the slow one finishes its second generation.
+    events = events_of(2, [(0, 0, 1, 1), (1, 1, 1000, 1)], [0, 1], [-1, -1], [0, 0], 2)
+    run = run_queue(events)
+    assert run.status == UNAVAILABLE
+    assert run.processed_events == 64
+    assert run.reason == (
+        "processed-event bound 64 = 16(V+E) reached after 1 generation(s) without convergence"
+    )
+
+
+def test_stalled_run_is_unavailable() -> None:
+    events = events_of(2, [(0, 1, 1, 0), (1, 0, 1, 0)], [0, 1], [-1, -1], [0, 0], 2)
+    run = run_queue(events)
+    assert run.status == UNAVAILABLE
+    assert run.reason == (
+        "stalled after 0 generation(s): event 0 (OTHER, core 0) waits in generation 0 for "
+        "tokens that never arrive"
+    )
+
+
+def test_event_without_dependency_is_rejected() -> None:
+    with pytest.raises(InvalidInstanceError, match=r"^tiny: event 1 has no dependency: "):
+        events_of(2, [(0, 0, 1, 1)], [0, 0], [-1, -1], [0, 0], 1)
+
+
+def test_negative_delay_is_rejected() -> None:
+    with pytest.raises(InvalidInstanceError, match=r"^tiny: edge 0 has delay -1, not >= 0$"):
+        events_of(1, [(0, 0, -1, 1)], [0], [-1], [0], 1)
+
+
+def test_release_must_follow_the_queued_event() -> None:
+    edges = [(0, 1, 0, 0), (1, 0, 0, 1)]
+    with pytest.raises(InvalidInstanceError, match="event 0 is released by event 1, which is not"):
+        events_of(2, edges, [0, 0], [-1, 0], [0, 1], 1, release=[1, 1])
+
+
+def ping_pong_steps() -> list[list]:
+    return [
+        [Compute(10), Send(1, 4), Recv(1, 4)],
+        [Recv(0, 4), Compute(5), Send(0, 4)],
+    ]
+
+
+def test_built_ping_pong_follows_the_send_recv_protocol() -> None:
+    # 10 compute, 2 request, 2 permission, 4 read, 4 payload, 4 write, 5 compute,
+    # 2 request, 2 permission, 4 read, 4 payload, 4 write = 47 ns per round trip.
+    events = build_events(ping_pong_steps(), FakeTiming())
+    kinds = [EventKind(int(k)).name for k in events.kind]
+    assert kinds.count("PERMISSION") == 2 and kinds.count("PAYLOAD") == 2
+    assert maximum_cycle_ratio(events.recurrence_graph).ratio == 47
+    run = run_queue(events)
+    assert run.interval_ns == 47.0
+    assert run.generation_ends[0] == 47
+    assert events.core_work.tolist() == [10 + 4 + 4, 4 + 5 + 4]
+
+
+def test_send_completes_at_payload_enqueue() -> None:
+    # Core 0 sends 100 bytes then computes 1 ns: it is done long before the payload lands.
+    events = build_events([[Send(1, 100), Compute(1)], [Recv(0, 100)]], FakeTiming())
+    doc = periodic_document(events, source="send", target="fake")
+    # Core 0 repeats every 2 + 2 + 100 + 1 ns (request, permission, read, compute); core 1
+    # every 2 + 100 + 100 + 100 (permission, source read, payload, write): the request of
+    # the next generation is already there when its RECV is posted.
+    assert doc["recurrence"]["interval_ns"] == 302
+    assert doc["recurrence"]["witness"]["cores"] == [0, 1]
+    assert doc["generation_span_ns"] == 2 + 302
+    assert doc["queue"]["interval_ns"] == 302
+
+
+def test_loads_and_stores_share_the_controller_fifo() -> None:
+    # Core 0 loads 1 byte (10 ns service), core 1 stores 1 byte (20 ns) and a zero-byte
+    # store (0 ns): 30 ns of controller service per generation.
+    events = build_events([[Load(1)], [Store(1), Store(0)]], FakeTiming())
+    assert events.memory_service_ns == 30
+    assert events.memory_requests.size == 3
+    assert (events.resource[events.memory_requests] == events.memory_resource).all()
+    doc = periodic_document(events, source="memory", target="fake")
+    assert doc["memory_service"] == {"requests": 3, "loads": 1, "stores": 2, "service_ns": 30}
+    assert doc["queue"]["status"] == CONVERGED
+    assert doc["queue"]["interval_ns"] >= 30
+
+
+def test_signals_feed_counting_waits() -> None:
+    steps = [[Signal(1, 0), Signal(1, 0)], [Compute(10), Wait(0, 1), Wait(0, 1)]]
+    events = build_events(steps, FakeTiming())
+    assert events.notes == ()
+    run = run_queue(events)
+    assert run.interval_ns == 10.0
+
+
+def test_wait_counts_must_match_the_signals() -> None:
+    steps = [[Signal(1, 3)], [Wait(3, 2)]]
+    message = (
+        r"^events: core 1 event register 3: WAITs consume 2 token\(s\) per generation but "
+        r"SYNCs deliver 1; a WAIT never completes \(deadlock\)$"
+    )
+    with pytest.raises(InvalidInstanceError, match=message):
+        build_events(steps, FakeTiming())
+
+
+def test_tokens_from_several_cores_are_noted() -> None:
+    steps = [[Signal(2, 0)], [Signal(2, 0)], [Wait(0, 1), Wait(0, 1)]]
+    events = build_events(steps, FakeTiming())
+    assert events.notes == (
+        "core 2 event register 0: tokens from 2 cores assigned to its WAITs in "
+        "(source core, program) order",
+    )
+
+
+def test_unmatched_send_is_rejected() -> None:
+    message = (
+        r"^events: core 0 sends 2 time\(s\) to core 1, which receives 1 time\(s\) from it "
+        r"per generation$"
+    )
+    with pytest.raises(InvalidInstanceError, match=message):
+        build_events([[Send(1, 4), Send(1, 4)], [Recv(0, 4)]], FakeTiming())
+
+
+def test_crossed_sends_deadlock() -> None:
+    events = build_events([[Send(1, 4), Recv(1, 4)], [Send(0, 4), Recv(0, 4)]], FakeTiming())
+    doc = periodic_document(events, source="crossed", target="fake")
+    assert doc["recurrence"]["status"] == "deadlock"
+    # Each core's permission waits for its own SEND to complete, which needs the other's.
+    assert {e["kind"] for e in doc["recurrence"]["cycle"]} == {"permission", "send_enqueue"}
+    assert doc["queue"]["status"] == UNAVAILABLE
+    assert doc["interval_estimate"]["ns"] is None
+
+
+def test_document_has_timing_graph_and_is_not_selectable() -> None:
+    doc = periodic_document(build_events(ping_pong_steps(), FakeTiming()), source="s", target="t")
+    assert doc["selection_eligible"] is False
+    assert len(doc["timing_graph"]["events"]) == doc["events"] == 12
+    assert doc["recurrence"]["witness"]["cores"] == [0, 1]
+    assert doc["queue"]["alternative_tie_interval_ns"] == 47.0
+
+
+def test_protocol_timing_prices_payload_with_transfer_ns() -> None:
+    timing = step_timing(GenericTarget(2, 3))
+    assert isinstance(timing, ProtocolStepTiming)
+    assert timing.data_ns(0, 1, 5) == 15
+    assert timing.data_ns(0, GLOBAL_MEMORY, 5) == 0
+    assert timing.control_ns(0, 1) == 0
+
+
+def max_plus_ends(events: EventGraph, generations: int) -> list[int]:
+    """Reference: ``G(k)`` of the unrolled max-plus recursion (no queues), each event's
+    generations in order, as the engine runs them."""
+    g = events.graph
+    order = g.sweep_order(np.arange(g.num_nodes), np.arange(g.num_edges))
+    times = np.zeros((generations, g.num_nodes), dtype=np.int64)
+    for k in range(generations):
+        for x in order:
+            edges = events.in_edges(x)
+            arcs = zip(g.u[edges], g.w[edges], g.d[edges], strict=True)
+            ready = [times[k - d, u] + w for u, w, d in arcs if k >= d]
+            times[k, x] = max([0, *ready, *([times[k - 1, x]] if k else [])])
+    return times.max(axis=1).tolist()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_engine_without_queues_is_the_max_plus_recursion(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 12))
+    edges = [(x, x + 1, int(rng.integers(0, 20)), 0) for x in range(n - 1)]
+    edges.append((n - 1, 0, int(rng.integers(0, 20)), 1))
+    for _ in range(n):
+        a, b = sorted(rng.choice(n, size=2, replace=False).tolist())
+        edges.append((a, b, int(rng.integers(0, 50)), 0))
+        edges.append((b, a, int(rng.integers(0, 50)), int(rng.integers(1, 3))))
+    events = events_of(n, edges, [0] * n, [-1] * n, [0] * n, 1)
+    run = run_queue(events, event_budget=10**6)
+    assert run.generations >= 5
+    assert list(run.generation_ends) == max_plus_ends(events, run.generations)
