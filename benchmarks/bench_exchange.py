@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_exchange.py [--batches 1 2 4] [--budget 65536]
-        [--out benchmarks/results/exchange_vit_b16_1layer.md]
+        [--tight 3072 2048] [--out benchmarks/results/exchange_vit_b16_1layer.md]
 
 For every batch it runs the admission ``compile --exchange-budget`` runs (default
 candidates and limits, `raptor_cp.heuristics.exchange_candidates`), then -- for
@@ -12,8 +12,11 @@ admission did not encode, and writes a Markdown report: per candidate the
 estimated and exact busiest-tile bytes with and without structural sharing,
 their error, the estimate's wall time; per phase the estimated and exact
 active-row bytes of every encoded plan; and whether admission found a plan
-within the budget. A batch of ``B`` is ``B`` copies of the lowered graph sharing
-its weights (`batch_graph`), with the default lane counts divided by ``B``.
+within the budget. On the first batch's candidates admission is then rerun with
+the ``--tight`` budgets, which no estimate meets, to show what it does then
+(the source reuses every lowering, estimate, placement and encoding it made).
+A batch of ``B`` is ``B`` copies of the lowered graph sharing its weights
+(`batch_graph`), with the default lane counts divided by ``B``.
 The model is ``tests/data/models/vit_b16_1layer.onnx`` (see ORIGIN.md there).
 """
 
@@ -74,7 +77,7 @@ def percent(estimated: int, exact: int) -> str:
     return "n/a" if exact == 0 else f"{100 * (estimated - exact) / exact:+.1f} %"
 
 
-def run_batch(batch: int, budget: int) -> list[str]:
+def run_batch(batch: int, budget: int, tight: list[int]) -> list[str]:
     workload = load_workload(MODEL)
     target = IpuTarget.preset("ipu-mk2")
     options = CandidateOptions.for_workload(workload, target, batch=batch)
@@ -93,7 +96,47 @@ def run_batch(batch: int, budget: int) -> list[str]:
     lines += candidate_lines(state, exact, measured)
     lines += phase_lines(state, exact)
     lines += timing_lines(state)
+    for smaller in tight:
+        lines += tight_lines(timed.source, smaller)
     return lines
+
+
+def tight_lines(source: WorkloadCandidates, budget: int) -> list[str]:
+    """Admission again over the same (memoized) candidates with a smaller budget."""
+    timed = Timed(source)
+    began = time.perf_counter()
+    state = admit(timed, budget, AdmissionLimits())
+    elapsed = time.perf_counter() - began
+    lines = [
+        f"### Same candidates, budget {budget:,} B",
+        "",
+        f"Admission {elapsed:.1f} s ({len(timed.place_s)} placements and "
+        f"{len(timed.encode_s)} encodings asked for; the source reuses earlier ones).",
+        "",
+        "| attempt (penalty ns/B) | placement finalists | exactly encoded: estimate -> exact B "
+        "| admitted |",
+        "|---|---|---|---|",
+    ]
+    for attempt in state.attempts:
+        placed = ", ".join(state.records[k].label for k in attempt.placement_finalists)
+        encoded = ", ".join(
+            f"{state.records[k].label}: {state.records[k].estimate_bytes:,} -> "
+            f"{state.exact[k].exact_bytes:,}"
+            for k in attempt.exchange_schedule_finalists
+        )
+        admitted = state.records[attempt.selected].label if attempt.selected else "none"
+        note = f" ({attempt.note})" if attempt.note else ""
+        lines.append(
+            f"| {attempt.penalty} | {placed or '-'} | {encoded or '-'}{note} | {admitted} |"
+        )
+    closest = state.closest()
+    if state.selected is None and closest is not None:
+        lines += [
+            "",
+            f"No plan within {budget:,} B; the closest exact table is "
+            f"{state.exact[closest].exact_bytes:,} B ({state.records[closest].label}).",
+        ]
+    return [*lines, ""]
 
 
 def summary_lines(
@@ -201,6 +244,13 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--budget", type=int, default=65536)
     parser.add_argument(
+        "--tight",
+        type=int,
+        nargs="*",
+        default=[3072, 2048],
+        help="Smaller budgets to rerun admission with on the first batch's candidates.",
+    )
+    parser.add_argument(
         "--out", type=pathlib.Path, default=ROOT / "benchmarks/results/exchange_vit_b16_1layer.md"
     )
     args = parser.parse_args()
@@ -215,8 +265,8 @@ def main() -> None:
         "storage penalties 0, 16, 256 ns/B.",
         "",
     ]
-    for batch in args.batches:
-        lines += run_batch(batch, args.budget)
+    for k, batch in enumerate(args.batches):
+        lines += run_batch(batch, args.budget, args.tight if k == 0 else [])
         print(f"batch {batch} done at {time.perf_counter() - began:.0f} s", file=sys.stderr)
     lines.append(f"Total wall time {time.perf_counter() - began:.0f} s.")
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")

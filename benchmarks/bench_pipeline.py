@@ -56,7 +56,11 @@ COMPILE_CASES = (
 
 
 def _machine() -> str:
-    return f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    load = os.getloadavg()[0]
+    return (
+        f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"load average {load:.1f} at the start: the machine was shared"
+    )
 
 
 def bench_compile(repeat: int) -> None:

@@ -43,7 +43,7 @@ DEFAULT_SCHEDULER = "peft"
 """The latency scheduler ``compile`` uses when ``--scheduler`` is not given (the seeds'
 production choice; HEFT has no resident-weight recovery and fails on full PIM models)."""
 DEFAULT_OUT = Path("raptor-out")
-OUTPUT_FILES = ("schedule.json", "trace.json", "gantt.png")
+OUTPUT_FILES = ("schedule.json", "trace.json", "gantt.png", "reports", "exchange_plan.json")
 """Every file ``compile`` may write; an output directory holding others is never replaced."""
 EXAMPLE_MODEL = "resnet18.onnx"
 """The model ``compile --example`` schedules, bundled in ``raptor_cp/data``."""
@@ -459,7 +459,7 @@ def _compile(
         "makespan_ns": int(evaluation.makespan_ns),
         "lower_bound_ns": bounds.makespan_ns,
         "out": str(out),
-        "files": [name for name in OUTPUT_FILES if plot or name != "gantt.png"],
+        "files": ["schedule.json", "trace.json", *(["gantt.png"] if plot else [])],
     }
 
 

@@ -30,6 +30,7 @@ import click
 if TYPE_CHECKING:
     from raptor_cp.heuristics.exchange_admission import Admission
     from raptor_cp.heuristics.exchange_candidates import WorkloadCandidates
+    from raptor_cp.heuristics.exchange_footprint import Footprint
     from raptor_cp.targets.base import SchedulingTarget
     from raptor_cp.workload.model import Workload
 
@@ -97,7 +98,7 @@ def exchange_report(path: Path, footprint_only: bool) -> dict[str, Any]:
     return report
 
 
-def _footprint_json(footprint: Any, seconds: float) -> dict[str, Any]:
+def _footprint_json(footprint: Footprint, seconds: float) -> dict[str, Any]:
     tile, shared = footprint.busiest(shared=True)
     unshared_tile, unshared = footprint.busiest(shared=False)
     return {

@@ -32,8 +32,6 @@ DEFAULT_PIPELINE_DEPTH = 4
 """Depth of ``--mode pipeline`` without ``--pipeline N``."""
 REPORT_DIR = "reports"
 SELECTION_REPORT = "pipeline_selection.json"
-OUTPUT_FILES = ("schedule.json", "trace.json", "gantt.png", REPORT_DIR)
-"""Top-level names a compile may have written; a directory holding others is never replaced."""
 
 
 def _check_report_dir(out: Path) -> None:
@@ -89,6 +87,8 @@ def compile_pipeline(
     check_pipeline(problem, plan.groups, plan.schedule, depth)
     progress.done("check", f"interval {format_ns(plan.interval_ns)} ({plan.estimate.binding})")
     status = "feasible"
+    from raptor_cp.cli import OUTPUT_FILES
+
     with staged_directory(out, OUTPUT_FILES) as staging:
         document = schedule_document(plan, graph, target, workload.name, depth, status)
         (staging / "schedule.json").write_text(dumps(document), encoding="utf-8")

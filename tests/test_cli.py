@@ -293,15 +293,6 @@ def test_bad_input_exits_2_with_one_line_and_no_output(
     assert sorted(p.name for p in tmp_path.iterdir()) == inputs
 
 
-def test_pipeline_mode_is_not_implemented(tmp_path: Path) -> None:
-    model = _raptor_graph(tmp_path / "diamond.json")
-    result = _run("compile", model, "--mode", "pipeline", "--out", tmp_path / "out")
-    _assert_one_line_error(
-        result, "--mode pipeline is not implemented yet; use --mode latency", as_json=True
-    )
-    assert not (tmp_path / "out").exists()
-
-
 def test_example_and_model_together_are_rejected(tmp_path: Path) -> None:
     model = _raptor_graph(tmp_path / "diamond.json")
     result = _run("compile", model, "--example", "--out", tmp_path / "out")

@@ -229,7 +229,8 @@ BAD_INPUTS = {
     "unknown_extension": (
         "{dir}/notes.txt: unknown workload format '.txt' (accepted: .json, .onnx, .stg)"
     ),
-    "unknown_mode": "verify --mode pipeline is not available; available modes: latency",
+    "unknown_mode": "verify --mode exchange is not available; available modes: latency, "
+    "pipeline, packing",
     "out_is_a_directory": "{dir}/empty: is a directory; --out takes a file name",
 }
 """Each bad input (built by the test below, beside a good model) and its one-line error."""
@@ -257,7 +258,7 @@ def test_bad_input_exits_2_with_one_line_and_no_report(
         models.append(tmp_path / "notes.txt")
         models[-1].write_text("hello")
     elif case == "unknown_mode":
-        options += ["--mode", "pipeline"]
+        options += ["--mode", "exchange"]
     elif case == "out_is_a_directory":
         options[3] = tmp_path / "empty"
     before = sorted(p.name for p in tmp_path.iterdir())

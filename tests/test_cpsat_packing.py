@@ -10,9 +10,9 @@ from test_stage_packing import brute_force, random_problem
 
 from raptor_cp.errors import RaptorError
 from raptor_cp.heuristics.stage_packing import check_core_count, fewest_cores, pack_stage
-from raptor_cp.models.packing import CpSatBinPackingModel, CpSatPackingModel, _add_hint
+from raptor_cp.models.packing import SKIPPED, CpSatBinPackingModel, CpSatPackingModel, _add_hint
 from raptor_cp.models.solve import SolveSettings, run_cpsat
-from raptor_cp.pipeline_problems import PackingProblem, check_packing
+from raptor_cp.pipeline_problems import PackingProblem, PackingSolution, check_packing
 from raptor_cp.problems import Status
 
 BPP = pathlib.Path(__file__).parent / "data" / "bpp"
@@ -103,6 +103,23 @@ def test_scholl_instances_reach_their_known_optimum(name: str, optimal: int) -> 
     check_core_count(problem, solution)
     assert (solution.objective, solution.status) == (optimal, Status.OPTIMAL)
     assert fewest_cores(problem).objective in (optimal, optimal + 1)
+
+
+def test_a_hint_at_the_lower_bound_is_returned_without_search() -> None:
+    bins = BINS.solve(plain_bin_packing([6, 6, 6, 4, 4, 4], 10))
+    assert (bins.objective, bins.status, bins.details["search"]) == (3, Status.OPTIMAL, SKIPPED)
+    balanced = EXACT.solve(PackingProblem((3, 3, 3, 3), ((),) * 4, (), 2, 0))
+    assert (balanced.objective, balanced.details["search"]) == (6, SKIPPED)
+
+
+def test_a_hint_breaking_capacity_is_rejected_and_the_search_still_runs() -> None:
+    problem = PackingProblem((1, 1), ((0,), (1,)), (2, 2), 2, 2, name="tight")
+    bad = PackingSolution((0, 0), Status.FEASIBLE, "test", objective=2)
+    solution = EXACT.solve(problem, bad)
+    assert solution.details["hint"] == (
+        "test rejected: tight: core 0 holds 4 weight slots, capacity 2"
+    )
+    assert (solution.objective, solution.status) == (1, Status.OPTIMAL)
 
 
 def test_too_few_cores_for_the_weights_is_proved_infeasible() -> None:

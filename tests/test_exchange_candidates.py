@@ -11,6 +11,7 @@ from raptor_cp.check import check
 from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.evaluate import evaluate
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.heuristics import exchange_candidates
 from raptor_cp.heuristics.exchange_admission import AdmissionLimits, admit
 from raptor_cp.heuristics.exchange_candidates import (
     CandidateOptions,
@@ -135,7 +136,9 @@ def test_default_options_halve_lanes_per_batch_and_tile_budgets() -> None:
     assert fixed.configurations() == [(3, 159744), (3, 79872)]
 
 
-def test_equivalent_candidates_are_built_once_and_admission_selects_a_checked_plan() -> None:
+def test_equivalent_candidates_are_built_once_and_admission_selects_a_checked_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # lanes 8 and 16 lower alike, so do both blocks (every matrix is <= 8 KiB): one
     # lowering, and one spread plan per tile budget under four labels each
     options = CandidateOptions(lanes=(8, 16), weight_block_bytes=(8192, 65536), tile_budgets=(8, 4))
@@ -150,3 +153,15 @@ def test_equivalent_candidates_are_built_once_and_admission_selects_a_checked_pl
     assert spread - set(state.aliases[records[0].key]) == {records[0].label}
     built = source.built[state.selected]
     assert built.problem.graph.num_tasks == 24
+    # a second admission over the same source (another budget) schedules nothing again
+    runs: list[int] = []
+    real = exchange_candidates.scheduled
+
+    def counted(*args: object) -> object:
+        runs.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(exchange_candidates, "scheduled", counted)
+    again = admit(source, 1 << 10, AdmissionLimits(penalties=(0,)))
+    assert again.placed == state.placed
+    assert runs == []

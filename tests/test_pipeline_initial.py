@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from raptor_cp.pipeline.initial import add_spare_cores
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.pipeline.check import check_pipeline
+from raptor_cp.pipeline.initial import add_spare_cores, initial_pipeline
 from raptor_cp.pipeline.report import task_stage_runs
 from raptor_cp.pipeline.schedule import IntervalEstimate
 from raptor_cp.pipeline_problems import Stage
+from raptor_cp.problems import LatencyProblem
+from raptor_cp.targets.generic import GenericTarget
 
 
 def test_spare_cores_go_to_the_most_loaded_stage_per_core() -> None:
@@ -44,3 +50,34 @@ def test_task_stage_runs_are_compact() -> None:
         [6, 7, 2],
     ]
     assert task_stage_runs(np.array([], dtype=np.int64)) == []
+
+
+@dataclass(frozen=True)
+class _Slots(GenericTarget):
+    slots: int = 3
+
+    def capacity(self, core: int) -> int:
+        return self.slots
+
+
+def test_reuse_first_packing_rescues_what_order_cannot_fit() -> None:
+    # Four one-task operations alternating weights A, B, A, B of 3 slots on two 3-slot
+    # cores: every ordered cut needs four runs, reuse puts A and B on a core each.
+    graph = ComputeGraph(
+        names=("a0", "b0", "a1", "b1"),
+        cost=np.array([4, 4, 4, 4], dtype=np.int64),
+        edge_src=np.array([0, 1, 2], dtype=np.int64),
+        edge_dst=np.array([1, 2, 3], dtype=np.int64),
+        edge_bytes=np.array([1, 1, 1], dtype=np.int64),
+        task_weights=((0,), (1,), (0,), (1,)),
+        weight_size=np.array([3, 3], dtype=np.int64),
+        name="alternating",
+    )
+    result = initial_pipeline(graph, _Slots(2), 4)
+    assert result.partition.solver == "single-stage-fallback"
+    assert result.partition.details["fallback"] == "prefix DP: not_found"
+    assert [s.cores for s in result.plan.stages] == [2]
+    assert result.packing[0]["packer"] == "stage"
+    cores = result.plan.schedule.core.tolist()
+    assert cores[0] == cores[2] != cores[1] == cores[3]
+    check_pipeline(LatencyProblem(graph, _Slots(2)), result.plan.groups, result.plan.schedule, 4)

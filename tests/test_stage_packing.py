@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from raptor_cp.errors import ScheduleViolationError
+from raptor_cp.errors import InvalidInstanceError, ScheduleViolationError
 from raptor_cp.heuristics.stage_packing import (
     CoreCountSolution,
     bin_packing_lower_bound,
@@ -127,6 +127,14 @@ def test_bin_packing_lower_bound_beats_the_continuous_bound() -> None:
     assert bin_packing_lower_bound([6, 6, 6, 4, 4, 4], 10) == 3
     assert bin_packing_lower_bound([], 10) == 0
     assert bin_packing_lower_bound([5, 5, 5, 5], 10) == 2
+    with pytest.raises(InvalidInstanceError, match=r"^no bin of capacity 0 holds an item of 5$"):
+        bin_packing_lower_bound([5, 0], 0)
+
+
+def test_empty_stage_is_packed_at_no_cost() -> None:
+    problem = PackingProblem((), (), (), 2, 4)
+    assert (pack_stage(problem).objective, pack_stage(problem).status) == (0, Status.OPTIMAL)
+    assert (fewest_cores(problem).objective, fewest_cores(problem).status) == (0, Status.OPTIMAL)
 
 
 def test_fewest_cores_solves_small_plain_bin_packing() -> None:

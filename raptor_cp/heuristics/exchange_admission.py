@@ -231,12 +231,12 @@ class Admission:
             return None
         return min(self.exact, key=lambda k: (self.exact[k].exact_bytes, k))
 
-    def error(self, key: str) -> FootprintError | None:
-        """Estimate against exact busiest tile (with sharing) of an encoded candidate."""
+    def error(self, key: str) -> float | None:
+        """``(estimate - exact) / exact`` of the busiest tile with sharing (None: not encoded)."""
         exact = self.exact.get(key)
-        if exact is None:
+        if exact is None or exact.exact_bytes == 0:
             return None
-        return FootprintError(-1, self.records[key].estimate_bytes, exact.exact_bytes)
+        return (self.records[key].estimate_bytes - exact.exact_bytes) / exact.exact_bytes
 
     def phase_errors(self, key: str) -> tuple[FootprintError, ...]:
         """Per stored phase, estimated against encoded active-row bytes."""
@@ -331,8 +331,8 @@ def _attempt(state: Admission, source: CandidateSource, attempt: Attempt) -> Non
             state.placed[record.key] = outcome
             continue
         state.placed[record.key] = outcome.key
-        if _remember(state, outcome):
-            state.stage[outcome.key] = "placement"
+        _remember(state, outcome)
+        state.stage[outcome.key] = "placement"
     # Stage 3: exact encoding of new finalists among everything placed so far.
     pool = set(state.placed) | {k for k in state.placed.values() if k in records}
     encodable = [
@@ -359,7 +359,6 @@ def admission_report(state: Admission) -> dict[str, object]:
     for key in sorted(state.records, key=lambda k: (state.records[k].label, k)):
         record = state.records[key]
         exact = state.exact.get(key)
-        error = state.error(key)
         candidates.append(
             {
                 "key": key,
@@ -374,7 +373,7 @@ def admission_report(state: Admission) -> dict[str, object]:
                 "estimate_unshared_bytes": record.estimate_unshared_bytes,
                 "exact_bytes": None if exact is None else exact.exact_bytes,
                 "exact_unshared_bytes": None if exact is None else exact.exact_unshared_bytes,
-                "error": None if error is None else _ratio(error.error),
+                "error": _ratio(state.error(key)),
                 "phase_errors": [
                     {
                         "phase": e.key,

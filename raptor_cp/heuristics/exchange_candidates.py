@@ -267,8 +267,11 @@ class Built:
 class WorkloadCandidates:
     """A `CandidateSource` over one workload and IPU target (module docstring).
 
-    Lowerings are memoized by `lowering_key`, plans by `fingerprint`; the last
-    `PLAN_CACHE` plans stay in memory and older ones are rebuilt on demand.
+    Lowerings are memoized by `lowering_key`, estimates by `fingerprint`,
+    placements and exact encodings by the candidate's key, so a second admission over the
+    same source (another budget) rebuilds nothing but the cheap spread
+    placements; the last `PLAN_CACHE` plans stay in memory and older ones are
+    rebuilt on demand.
     """
 
     def __init__(self, workload: Workload, target: IpuTarget, options: CandidateOptions) -> None:
@@ -280,6 +283,8 @@ class WorkloadCandidates:
         """Label -> why a configuration or tile budget produced no candidate."""
         self._graphs: dict[tuple[object, ...], Built] = {}
         self._records: dict[str, PlanRecord] = {}
+        self._placed: dict[str, PlanRecord | str] = {}
+        self._exact: dict[str, ExactRecord] = {}
         self._plans: OrderedDict[str, ExchangePlan] = OrderedDict()
 
     # -- CandidateSource -------------------------------------------------------
@@ -311,30 +316,40 @@ class WorkloadCandidates:
         return records
 
     def place(self, record: PlanRecord) -> PlanRecord | str:
-        """The scheduler's plan on ``record``'s graph and tile budget."""
+        """The scheduler's plan on ``record``'s graph and tile budget (memoized by key)."""
+        known = self._placed.get(record.key)
+        if known is not None:
+            return known
         built = self.built[record.key]
         scheduler = self.options.scheduler
         try:
             schedule = scheduled(built.problem.graph, built.target, scheduler, record.tile_budget)
         except (NotFoundWithinBudgetError, ProvedInfeasibleError) as error:
+            self._placed[record.key] = str(error)
             return str(error)
         label = f"{record.configuration} tiles={record.tile_budget} {scheduler}"
-        return self._record(
+        placed = self._record(
             replace(built, schedule=schedule), label, record.configuration, record.tile_budget
         )
+        self._placed[record.key] = placed
+        return placed
 
     def encode(self, record: PlanRecord) -> ExactRecord:
-        """The exact encoder on ``record``'s plan."""
+        """The exact encoder on ``record``'s plan (memoized by key)."""
+        known = self._exact.get(record.key)
+        if known is not None:
+            return known
         plan = self.plan(record.key)
         began = time.perf_counter()
         exact = encode_exchange(plan).footprint
         elapsed = time.perf_counter() - began
-        return ExactRecord(
+        result = self._exact[record.key] = ExactRecord(
             exact_bytes=exact.busiest(shared=True)[1],
             exact_unshared_bytes=exact.busiest(shared=False)[1],
             phase_bytes=tuple(sorted(exact.phase_bytes().items())),
             encode_s=elapsed,
         )
+        return result
 
     # -- plans -----------------------------------------------------------------
 

@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from raptor_cp.errors import ScheduleViolationError
+from raptor_cp.errors import InvalidInstanceError, ScheduleViolationError
 from raptor_cp.heuristics.ordered_packing import demand_lower_bound, ordered_packing
 from raptor_cp.heuristics.resident_packing import pack_resident_weights
 from raptor_cp.pipeline_problems import PackingProblem, PackingSolution, check_packing
@@ -93,7 +93,7 @@ def bin_packing_lower_bound(sizes: Sequence[int], capacity: int) -> int:
     if s.size == 0:
         return 0
     if capacity <= 0:
-        raise ScheduleViolationError(f"no bin of capacity {capacity} holds an item of {s.max()}")
+        raise InvalidInstanceError(f"no bin of capacity {capacity} holds an item of {s.max()}")
     best = -(-int(s.sum()) // capacity)
     large = 2 * s > capacity
     for alpha in [0, *np.unique(s[~large]).tolist()]:

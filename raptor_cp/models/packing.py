@@ -29,6 +29,10 @@ items larger than half a bin) is pinned to cores ``0, 1, ...``. Both hold at onc
 for the relabelled solution, and so does ``used[p] >= used[p+1]``. The hint is
 relabelled the same way.
 
+A hint that already meets the lower bound (`demand_lower_bound`, `cores_needed`)
+is proved optimal by it: `solve` then returns it as OPTIMAL without building a
+model (``details["search"]`` says so). Otherwise the hint guides the search.
+
 Size: ``I P`` assignment literals for ``I`` items and ``P`` modelled cores, plus
 ``W_s P`` resident literals for the ``W_s`` weights with several users, plus
 ``E P`` cut literals for the merged edges. Above ``max_size`` `build` raises
@@ -72,6 +76,8 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_SIZE = 200_000
 """Default model-size limit (literals, see the module docstring)."""
+SKIPPED = "not run: the hint meets the lower bound"
+"""``details["search"]`` of a solve answered by its hint alone (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,11 @@ class CpSatPackingModel:
             hint = pack_stage(problem)
         core, note = _usable_hint(problem, hint)
         upper = max(packing_demand(problem, core), default=0) if core is not None else None
+        lower = demand_lower_bound(problem)
+        if core is not None and upper == lower:
+            details = {"hint": note, "search": SKIPPED}
+            wall = time.perf_counter() - began
+            return PackingSolution(core, Status.OPTIMAL, self.name, upper, lower, wall, details)
         model, variables = self.build(problem, upper)
         if core is not None:
             _add_hint(model, variables, core)
@@ -241,7 +252,22 @@ class CpSatBinPackingModel:
         settings = self.settings
         if hint is None and self.use_hint:
             hint = fewest_cores(problem)
-        core = hint.core if hint is not None else None
+        core, note = None, "none"
+        if hint is not None and hint.core is not None:
+            try:
+                check_core_count(problem, hint)
+            except ScheduleViolationError as error:
+                note = f"{hint.solver} rejected: {error}"
+            else:
+                core, note = hint.core, f"{hint.solver}: {hint.objective} cores"
+        lower = cores_needed(problem)
+        if core is not None and len(set(core)) == lower:
+            label = {p: i for i, p in enumerate(dict.fromkeys(core))}
+            details = {"hint": note, "search": SKIPPED}
+            return CoreCountSolution(
+                tuple(label[p] for p in core), Status.OPTIMAL, self.name, lower, lower,
+                time.perf_counter() - began, details,
+            )  # fmt: skip
         model, variables = self.build(problem, None if core is None else len(set(core)))
         if core is not None:
             group = {t: i for i, tasks in enumerate(variables.items) for t in tasks}
@@ -250,7 +276,6 @@ class CpSatBinPackingModel:
                 cores[group[t]] = p
             _add_hint(model, variables, cores)
         solution = self.extract(run_cpsat(model, settings), variables)
-        note = "none" if hint is None else f"{hint.solver}: {hint.objective} cores"
         details = {**solution.details, "hint": note}
         return dataclasses.replace(solution, wall_s=time.perf_counter() - began, details=details)
 

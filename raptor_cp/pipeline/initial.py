@@ -6,7 +6,9 @@
 2. `StageCosts`: the partition's stage costs (ordered packing / dependency priority),
    tabulated for every range at the prefix DP's grid budgets in one batch;
 3. `initial_partition` (`raptor_cp.heuristics.prefix_dp`): the prefix DP over group
-   prefixes and at most 16 spare-core units, then minimax core budgets;
+   prefixes and at most 16 spare-core units, then minimax core budgets; when no
+   partition has an ordered packing for every stage, one stage on every core
+   (`single_stage_fallback`), packed reuse-first;
 4. `add_spare_cores`: cores the minimax budgets leave idle (their stage curves are
    flat) join the stages, one at a time, each to the stage with the most compute
    per core (ties: lowest stage) — the seeds' "idle spare cores", which a feasible
@@ -28,13 +30,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from raptor_cp.errors import InvalidConfigError, NotFoundWithinBudgetError
+from raptor_cp.errors import InvalidConfigError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, SpareGrid, initial_partition
 from raptor_cp.pipeline.groups import pipeline_groups
 from raptor_cp.pipeline.schedule import PipelinePlan, assemble_pipeline
 from raptor_cp.pipeline.stage_costs import StageCosts
 from raptor_cp.pipeline_problems import PartitionProblem, PartitionSolution, Stage
+from raptor_cp.problems import Status
 from raptor_cp.targets.base import SchedulingTarget
 
 
@@ -96,6 +99,24 @@ def add_spare_cores(
     return tuple(Stage(st.first, st.stop, b) for st, b in zip(stages, budgets, strict=True))
 
 
+def single_stage_fallback(
+    problem: PartitionProblem, failed: PartitionSolution
+) -> PartitionSolution:
+    """One stage on every core, for when no partition has ordered packings.
+
+    Order alone cannot always realise a capacity bound (seeds: the allocator
+    "uses reuse-first resident-weight packing when order alone cannot realize a
+    capacity bound"); `StageCosts.assignment` then packs the single stage with
+    the reuse-first stage packer, or raises `NotFoundWithinBudgetError`.
+    """
+    return PartitionSolution(
+        (Stage(0, problem.num_groups, problem.cores),),
+        Status.FEASIBLE,
+        "single-stage-fallback",
+        details={**failed.details, "fallback": f"prefix DP: {failed.status.value}"},
+    )
+
+
 def final_stages(
     graph: ComputeGraph, costs: StageCosts, stages: Sequence[Stage], cores: int
 ) -> tuple[Stage, ...]:
@@ -115,8 +136,8 @@ def initial_pipeline(
     InvalidConfigError
         If ``depth`` is below 1.
     NotFoundWithinBudgetError
-        If no partition has an available packing for every stage, or a chosen
-        stage cannot be packed (bounded search; not a proof of infeasibility).
+        If a stage cannot be packed, including the single stage of
+        `single_stage_fallback` (bounded search; not a proof of infeasibility).
     """
     if depth < 1:
         raise InvalidConfigError(f"pipeline depth must be >= 1, got {depth}")
@@ -133,10 +154,7 @@ def initial_pipeline(
     times["dependency_spans"] = costs.stats.spans_s
     times["partition"] = partition_s - costs.stats.packing_s - costs.stats.spans_s
     if partition.stages is None:
-        raise NotFoundWithinBudgetError(
-            f"{graph.name}: no partition into at most {depth} stages has an ordered packing "
-            f"for every stage on {target.name} ({partition.details.get('reason', '')})"
-        )
+        partition = single_stage_fallback(problem, partition)
 
     mark = time.perf_counter()
     groups = costs.groups

@@ -69,13 +69,10 @@ class PipelineCoreLayout:
 
     Parameters
     ----------
-    path:
-        Every core in snake order.
     regions:
-        Physical cores of each stage, in path order.
+        Physical cores of each stage, in snake-path order.
     """
 
-    path: tuple[int, ...]
     regions: tuple[tuple[int, ...], ...]
 
     @classmethod
@@ -99,7 +96,7 @@ class PipelineCoreLayout:
         path = snake_order(target)
         bounds = np.concatenate([[0], np.cumsum(budgets)]).tolist()
         regions = tuple(path[a:b] for a, b in itertools.pairwise(bounds))
-        return cls(path, regions)
+        return cls(regions)
 
     def stage_of_core(self, cores: int) -> tuple[int, ...]:
         """Stage of every core id (-1 for idle cores)."""

@@ -122,32 +122,43 @@ class RangePacker:
         largest run load (a feasible bottleneck when ok), and the least bound at
         which some run cut by ``bound`` would take one more task (below it the
         greedy repeats the same runs, so a failed probe fails there too).
+
+        Every live range has taken the same number of runs, so the state is kept
+        compact (only live ranges) and written back when a range finishes.
         """
         m = starts.shape[0]
         never = np.iinfo(np.int64).max
-        pos = starts.copy()
-        runs = np.zeros(m, dtype=np.int64)
+        last = self.prefix.shape[0] - 1
+        ok = starts >= stops
         largest = np.zeros(m, dtype=np.int64)
         next_bound = np.full(m, never, dtype=np.int64)
-        ok = pos >= stops
-        live = np.flatnonzero(~ok)
-        while live.size:
-            p = pos[live]
-            base = self.prefix[p]
-            by_bound = np.searchsorted(self.prefix, base + bound[live], side="right") - 1
-            limit_end = np.minimum(self.reach[p], stops[live])
-            end = np.minimum(by_bound, limit_end)
-            cut = by_bound < limit_end
-            grown = self.prefix[np.minimum(end + 1, self.prefix.shape[0] - 1)] - base
-            next_bound[live] = np.minimum(next_bound[live], np.where(cut, grown, never))
-            largest[live] = np.maximum(largest[live], self.prefix[end] - base)
-            runs[live] += 1
-            stuck = end <= p
-            pos[live] = end
-            done = (end >= stops[live]) & ~stuck
-            ok[live[done & (runs[live] <= limit[live])]] = True
-            keep = ~done & ~stuck & (runs[live] < limit[live])
-            live = live[keep]
+        idx = np.flatnonzero(~ok)
+        pos, stop, cap, lim = starts[idx], stops[idx], bound[idx], limit[idx]
+        big = np.zeros(idx.shape[0], dtype=np.int64)
+        grow = np.full(idx.shape[0], never, dtype=np.int64)
+        runs = 0
+        while idx.size:
+            base = self.prefix[pos]
+            by_bound = np.searchsorted(self.prefix, base + cap, side="right") - 1
+            reach = np.minimum(self.reach[pos], stop)
+            end = np.minimum(by_bound, reach)
+            cut = by_bound < reach
+            grow = np.minimum(
+                grow, np.where(cut, self.prefix[np.minimum(end + 1, last)] - base, never)
+            )
+            big = np.maximum(big, self.prefix[end] - base)
+            runs += 1
+            stuck = end <= pos
+            done = (end >= stop) & ~stuck
+            keep = ~done & ~stuck & (runs < lim)
+            if not keep.all():
+                finished = ~keep
+                ok[idx[done & (runs <= lim)]] = True
+                largest[idx[finished]] = big[finished]
+                next_bound[idx[finished]] = grow[finished]
+                idx, end, stop, cap, lim = idx[keep], end[keep], stop[keep], cap[keep], lim[keep]
+                big, grow = big[keep], grow[keep]
+            pos = end
         return ok, largest, next_bound
 
     def min_runs(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -181,6 +192,8 @@ class RangePacker:
         able = np.flatnonzero(self.min_runs(starts, stops) <= cores)
         if able.size == 0:
             return result
+        # Probing by (start, cores) keeps the lockstep lookups nearly sorted (faster).
+        able = able[np.lexsort((cores[able], starts[able]))]
         lo, hi = low[able], high[able]
         s, e, k = starts[able], stops[able], cores[able]
         guess = np.minimum(lo + largest[able], hi)
