@@ -251,8 +251,8 @@ def _write_selected(
     )
     progress("check", f"{record.label}: makespan {format_ns(int(evaluation.makespan_ns))}")
     plan = source.plan(key)
-    files = [name for name in OUTPUT_FILES if plot or name != "gantt.png"]
-    with staged_directory(out, OUTPUT_FILES + EXCHANGE_FILES) as staging:
+    files = ["schedule.json", "trace.json", *(["gantt.png"] if plot else [])]
+    with staged_directory(out, OUTPUT_FILES) as staging:
         document = schedule_document(problem, solution, evaluation, bounds, workload.name)
         (staging / "schedule.json").write_text(dumps(document), encoding="utf-8")
         trace = trace_document(problem, schedule, evaluation)
@@ -305,7 +305,7 @@ def _write_admission(
     from raptor_cp.heuristics.exchange_admission import admission_report
     from raptor_cp.reports.output import dumps, staged_directory
 
-    with staged_directory(out, OUTPUT_FILES + EXCHANGE_FILES) as staging:
+    with staged_directory(out, OUTPUT_FILES) as staging:
         if closest is not None:
             write_plan(source.plan(closest), staging / "exchange_plan.json")
         (staging / "reports").mkdir()
