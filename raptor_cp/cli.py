@@ -162,6 +162,11 @@ _json_option = click.option(
 @_json_option
 @click.option("--example", is_flag=True, help="Compile the bundled ResNet-18 (no MODEL).")
 @click.option(
+    "--periodic-diagnostics",
+    is_flag=True,
+    help="Pipeline mode: also write reports/pipeline_periodic.json (recurrence, queue estimate).",
+)
+@click.option(
     "--exchange-budget",
     type=click.IntRange(min=1),
     help="IPU targets: exchange-table bytes per tile; admit a plan within it (docs/exchange.md).",
@@ -199,6 +204,7 @@ def compile_command(
     plot: bool,
     as_json: bool,
     example: bool,
+    periodic_diagnostics: bool,
     exchange_budget: int | None,
     expanded_plan_finalists: int,
     placement_finalists: int,
@@ -212,13 +218,17 @@ def compile_command(
     depth = _pipeline_depth(click.get_current_context(), mode, pipeline, plot)
     if depth is not None and exchange_budget is not None:
         raise UserError("--exchange-budget is available in latency mode only")
+    if depth is None and periodic_diagnostics:
+        raise UserError("--periodic-diagnostics needs pipeline mode (--pipeline N > 1)")
     progress = _Progress(quiet=as_json)
     if depth is not None:
         from raptor_cp.cli_pipeline import compile_pipeline, summary_line
 
         with _model_path(model, example) as path:
             workload, target_obj, graph, lanes_used = _prepare(path, target, lanes, bits, progress)
-        summary = compile_pipeline(workload, target_obj, graph, depth, out, progress)
+        summary = compile_pipeline(
+            workload, target_obj, graph, depth, out, progress, periodic=periodic_diagnostics
+        )
         summary["lanes"] = lanes_used
         summary["warnings"] = list(getattr(target_obj, "warnings", ()))
         click.echo(json.dumps(summary, sort_keys=True) if as_json else summary_line(summary))
