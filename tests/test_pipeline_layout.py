@@ -125,3 +125,14 @@ def test_span_breaks_ties_within_one_percent_of_the_best_demand() -> None:
     assert rank_placements([_timing(1000, 50), _timing(1011, 10)]) == 0
     assert rank_placements([_timing(1000, 10, 7), _timing(1000, 10, 5)]) == 1
     assert rank_placements([_timing(1000, 10, 5), _timing(1000, 10, 5)]) == 0
+
+
+def test_snake_path_stays_connected_through_a_partial_last_row() -> None:
+    # pimcomp: 136 cores on a 12 x 12 layout, so the last row holds only cores 132..135.
+    from raptor_cp.pipeline.layout import snake_order
+    from raptor_cp.targets.registry import resolve_target
+
+    target = resolve_target("pimcomp")
+    path = snake_order(target)
+    assert sorted(path) == list(range(136))
+    assert all(target.hops(a, b) == 1 for a, b in itertools.pairwise(path))

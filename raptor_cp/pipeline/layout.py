@@ -56,9 +56,14 @@ def snake_order(target: SchedulingTarget) -> tuple[int, ...]:
     rows = sorted({r for r, _ in coords})
     rank = {r: i for i, r in enumerate(rows)}
 
+    last = len(rows) - 1
+
     def key(core: int) -> tuple[int, int, int]:
+        # Directions alternate counting back from the last row, which runs left to
+        # right: a partial last row (core_cnt < rows x cols) then starts at column 0,
+        # right below where the row before it ends.
         row, col = coords[core]
-        return (row, -col if rank[row] % 2 else col, core)
+        return (row, -col if (last - rank[row]) % 2 else col, core)
 
     return tuple(sorted(range(target.cores), key=key))
 

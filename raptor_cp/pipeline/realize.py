@@ -49,6 +49,7 @@ edges; the programs have ``O(T + E)`` steps.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import Counter
 from dataclasses import dataclass
 
@@ -117,7 +118,7 @@ def task_ranks(graph: ComputeGraph, schedule: Schedule, task_stage: np.ndarray) 
         successors[u].append(v)
         indegree[v] += 1
     for order in schedule.core_order:
-        for u, v in zip(order, order[1:], strict=False):
+        for u, v in itertools.pairwise(order):
             successors[u].append(v)
             indegree[v] += 1
     start = schedule.start_ns.tolist()
@@ -138,7 +139,7 @@ def task_ranks(graph: ComputeGraph, schedule: Schedule, task_stage: np.ndarray) 
         stuck = int(np.flatnonzero(rank < 0)[0])
         raise ScheduleViolationError(
             f"{graph.name}: the per-core orders contradict the dependencies (task {stuck} "
-            "is on a cycle of dependencies and core orders)"
+            "follows a cycle of dependencies and core orders)"
         )
     return rank
 
