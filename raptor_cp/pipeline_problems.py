@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from raptor_cp.errors import InvalidInstanceError, ScheduleViolationError
-from raptor_cp.problems import Status, relative_gap
+from raptor_cp.problems import HasGap, Status
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class PackingProblem:
 
 
 @dataclass(frozen=True)
-class PackingSolution:
+class PackingSolution(HasGap):
     """A core per task (or None when nothing was found) with its quality evidence."""
 
     core: tuple[int, ...] | None
@@ -115,10 +115,6 @@ class PackingSolution:
     bound: int | None = None
     wall_s: float = 0.0
     details: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def gap(self) -> float | None:
-        return relative_gap(self.objective, self.bound)
 
 
 def packing_demand(problem: PackingProblem, core: tuple[int, ...]) -> tuple[int, ...]:
@@ -198,7 +194,7 @@ class Stage:
 
 
 @dataclass(frozen=True)
-class PartitionSolution:
+class PartitionSolution(HasGap):
     """Stages in order (or None) with quality evidence."""
 
     stages: tuple[Stage, ...] | None
@@ -209,10 +205,6 @@ class PartitionSolution:
     bound: int | None = None
     wall_s: float = 0.0
     details: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def gap(self) -> float | None:
-        return relative_gap(self.objective, self.bound)
 
 
 def check_partition(problem: PartitionProblem, solution: PartitionSolution) -> None:

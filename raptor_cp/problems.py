@@ -39,6 +39,18 @@ def relative_gap(objective: int | None, bound: int | None) -> float | None:
     return abs(objective - bound) / abs(objective)
 
 
+class HasGap:
+    """Mixin of every solution type: the relative gap between its objective and bound."""
+
+    objective: int | None
+    bound: int | None
+
+    @property
+    def gap(self) -> float | None:
+        """``|objective - bound| / |objective|`` (see `relative_gap`)."""
+        return relative_gap(self.objective, self.bound)
+
+
 @dataclass(frozen=True)
 class LatencyProblem:
     """Schedule every task of ``graph`` on the cores of ``target`` to minimise makespan."""
@@ -64,7 +76,7 @@ class LatencyProblem:
 
 
 @dataclass(frozen=True)
-class LatencySolution:
+class LatencySolution(HasGap):
     """What a latency solver returns: a schedule (if found) with its quality evidence."""
 
     schedule: Schedule | None
@@ -76,11 +88,6 @@ class LatencySolution:
     """A proved lower bound on the optimal makespan, when the solver has one."""
     wall_s: float = 0.0
     details: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def gap(self) -> float | None:
-        """Relative gap to the bound (see `relative_gap`)."""
-        return relative_gap(self.objective, self.bound)
 
 
 class LatencySolver(Protocol):

@@ -47,7 +47,7 @@ from raptor_cp.pipeline_problems import (
     check_partition,
     packing_demand,
 )
-from raptor_cp.problems import Status, relative_gap
+from raptor_cp.problems import HasGap, Status
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -139,7 +139,7 @@ class JointProblem:
 
 
 @dataclass(frozen=True)
-class JointSolution:
+class JointSolution(HasGap):
     """Stages and a core per task; stage ``i`` owns the next ``stages[i].cores`` cores."""
 
     stages: tuple[Stage, ...] | None
@@ -151,10 +151,6 @@ class JointSolution:
     bound: int | None = None
     wall_s: float = 0.0
     details: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def gap(self) -> float | None:
-        return relative_gap(self.objective, self.bound)
 
 
 def check_joint(problem: JointProblem, solution: JointSolution) -> None:
