@@ -96,20 +96,22 @@ def plain_problem(name: str, sizes: list[int], capacity: int) -> PackingProblem:
 
 
 class Rows:
-    """Appends CSV rows to ``binpacking_<mode>.csv``, flushing each one."""
+    """Appends CSV rows to ``binpacking_<mode>.csv``.
+
+    The file is reopened for every row, so rows keep landing in the file at that
+    path even if another process replaces it meanwhile (a version-control
+    checkout, say); a held handle would write to the replaced file.
+    """
 
     def __init__(self, mode: str, fields: list[str]) -> None:
         self.path = RESULTS / f"binpacking_{mode}.csv"
-        self.handle = open(self.path, "w", newline="")  # noqa: SIM115 - closed in close()
-        self.writer = csv.DictWriter(self.handle, fieldnames=fields)
-        self.writer.writeheader()
+        self.fields = fields
+        with open(self.path, "w", newline="") as handle:
+            csv.DictWriter(handle, fieldnames=fields).writeheader()
 
     def add(self, row: dict[str, object]) -> None:
-        self.writer.writerow(row)
-        self.handle.flush()
-
-    def close(self) -> None:
-        self.handle.close()
+        with open(self.path, "a", newline="") as handle:
+            csv.DictWriter(handle, fieldnames=self.fields).writerow(row)
 
 
 def run_heuristic() -> None:
@@ -126,7 +128,6 @@ def run_heuristic() -> None:
                 "bound": solution.bound, "bins": solution.objective, "wall_s": f"{wall:.4f}",
             }
         )  # fmt: skip
-    rows.close()
 
 
 def run_cpsat(time_limit: float, workers: int, every: int) -> None:
@@ -157,7 +158,6 @@ def run_cpsat(time_limit: float, workers: int, every: int) -> None:
                 "workers": workers, "load1": f"{os.getloadavg()[0]:.2f}",
             }
         )  # fmt: skip
-    rows.close()
 
 
 def shared_problems() -> Iterator[tuple[str, PackingProblem]]:
@@ -257,7 +257,6 @@ def run_shared(time_limit: float, workers: int) -> None:
                     load1=f"{os.getloadavg()[0]:.2f}",
                 )  # fmt: skip
             rows.add(row)
-    rows.close()
 
 
 def read(mode: str) -> list[dict[str, str]]:

@@ -72,7 +72,7 @@ from raptor_cp.errors import InvalidInstanceError, ScheduleViolationError
 from raptor_cp.heuristics.ordered_packing import demand_lower_bound, ordered_packing
 from raptor_cp.heuristics.resident_packing import pack_resident_weights
 from raptor_cp.pipeline_problems import PackingProblem, PackingSolution, check_packing
-from raptor_cp.problems import Status, relative_gap
+from raptor_cp.problems import HasGap, Status
 
 REBALANCE_CHECK_BUDGET = 1 << 20
 """(task, core) move evaluations one rebalance may spend."""
@@ -129,7 +129,7 @@ def weight_groups(problem: PackingProblem) -> dict[tuple[int, ...], list[int]]:
 
 
 @dataclass(frozen=True)
-class CoreCountSolution:
+class CoreCountSolution(HasGap):
     """Answer of the fewest-cores variant: a core per task using ``objective`` cores."""
 
     core: tuple[int, ...] | None
@@ -140,10 +140,6 @@ class CoreCountSolution:
     bound: int | None = None
     wall_s: float = 0.0
     details: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def gap(self) -> float | None:
-        return relative_gap(self.objective, self.bound)
 
 
 def check_core_count(problem: PackingProblem, solution: CoreCountSolution) -> None:
