@@ -490,25 +490,36 @@ def _write(
     plot: bool,
 ) -> None:
     """Write every output file into a staging directory that then replaces ``out``."""
+    with staged_directory(out, OUTPUT_FILES) as staging:
+        write_schedule_files(staging, problem, solution, evaluation, bounds, model, plot)
+
+
+def write_schedule_files(
+    staging: Path,
+    problem: LatencyProblem,
+    solution: LatencySolution,
+    evaluation: Evaluation,
+    bounds: LowerBounds,
+    model: str,
+    plot: bool,
+) -> None:
+    """Write schedule.json, trace.json and (with ``plot``) gantt.png into ``staging``."""
     from raptor_cp.reports.schedule_json import schedule_document
     from raptor_cp.reports.trace import trace_document
 
     schedule = solution.schedule
-    with staged_directory(out, OUTPUT_FILES) as staging:
-        document = schedule_document(problem, solution, evaluation, bounds, model)
-        (staging / "schedule.json").write_text(dumps(document), encoding="utf-8")
-        trace = trace_document(problem, schedule, evaluation)
-        (staging / "trace.json").write_text(dumps(trace), encoding="utf-8")
-        if plot:
-            from raptor_cp.reports.gantt import write_gantt
+    document = schedule_document(problem, solution, evaluation, bounds, model)
+    (staging / "schedule.json").write_text(dumps(document), encoding="utf-8")
+    trace = trace_document(problem, schedule, evaluation)
+    (staging / "trace.json").write_text(dumps(trace), encoding="utf-8")
+    if plot:
+        from raptor_cp.reports.gantt import write_gantt
 
-            title = (
-                f"{model} on {problem.target.name}, {solution.solver}: makespan "
-                f"{format_ns(int(evaluation.makespan_ns))}"
-            )
-            write_gantt(
-                staging / "gantt.png", problem, schedule, evaluation, title, bounds.makespan_ns
-            )
+        title = (
+            f"{model} on {problem.target.name}, {solution.solver}: makespan "
+            f"{format_ns(int(evaluation.makespan_ns))}"
+        )
+        write_gantt(staging / "gantt.png", problem, schedule, evaluation, title, bounds.makespan_ns)
 
 
 def _inspection(

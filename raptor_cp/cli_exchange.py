@@ -231,14 +231,12 @@ def _write_selected(
 
     from raptor_cp.bounds import lower_bounds
     from raptor_cp.check import check
-    from raptor_cp.cli import OUTPUT_FILES
+    from raptor_cp.cli import OUTPUT_FILES, write_schedule_files
     from raptor_cp.evaluate import evaluate
     from raptor_cp.exchange_format import write_plan
     from raptor_cp.heuristics.exchange_admission import admission_report
     from raptor_cp.problems import LatencySolution, Status
     from raptor_cp.reports.output import dumps, format_ns, staged_directory
-    from raptor_cp.reports.schedule_json import schedule_document
-    from raptor_cp.reports.trace import trace_document
 
     record, built = state.records[key], source.built[key]
     problem = built.problem
@@ -253,17 +251,7 @@ def _write_selected(
     plan = source.plan(key)
     files = ["schedule.json", "trace.json", *(["gantt.png"] if plot else [])]
     with staged_directory(out, OUTPUT_FILES) as staging:
-        document = schedule_document(problem, solution, evaluation, bounds, workload.name)
-        (staging / "schedule.json").write_text(dumps(document), encoding="utf-8")
-        trace = trace_document(problem, schedule, evaluation)
-        (staging / "trace.json").write_text(dumps(trace), encoding="utf-8")
-        if plot:
-            from raptor_cp.reports.gantt import write_gantt
-
-            title = f"{workload.name} on {problem.target.name}, {record.label}"
-            write_gantt(
-                staging / "gantt.png", problem, schedule, evaluation, title, bounds.makespan_ns
-            )
+        write_schedule_files(staging, problem, solution, evaluation, bounds, workload.name, plot)
         write_plan(plan, staging / "exchange_plan.json")
         (staging / "reports").mkdir()
         (staging / REPORT).write_text(dumps(admission_report(state), 3), encoding="utf-8")

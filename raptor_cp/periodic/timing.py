@@ -26,8 +26,6 @@ from typing import Protocol
 from raptor_cp.targets.base import SchedulingTarget
 from raptor_cp.targets.pim import PimTarget
 
-_PS_PER_NS = 1000
-
 GLOBAL_MEMORY = -1
 """``dst`` of `StepTiming.control_ns` / `StepTiming.data_ns` for the global memory."""
 
