@@ -51,12 +51,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from raptor_cp.heuristics.stage_packing import (
-    check_core_count,
     cores_needed,
     fewest_cores,
     pack_stage,
 )
-from raptor_cp.pipeline_problems import PackingProblem, check_packing
+from raptor_cp.problems import PackingProblem, check_fewest_cores, check_packing
 
 ROOT = pathlib.Path(__file__).resolve().parent
 DATA = ROOT / "data" / "bpp"
@@ -121,7 +120,7 @@ def run_heuristic() -> None:
         began = time.perf_counter()
         solution = fewest_cores(problem)
         wall = time.perf_counter() - began
-        check_core_count(problem, solution)
+        check_fewest_cores(problem, solution)
         rows.add(
             {
                 "set": group, "instance": name, "n": len(sizes), "optimal": optimal,
@@ -132,8 +131,9 @@ def run_heuristic() -> None:
 
 def run_cpsat(time_limit: float, workers: int, every: int) -> None:
     from raptor_cp.models.packing import CpSatBinPackingModel
+    from raptor_cp.models.solve import SolveSettings
 
-    model = CpSatBinPackingModel(time_limit, workers, deterministic=False)
+    model = CpSatBinPackingModel(SolveSettings(time_limit, workers, deterministic=False))
     fields = [
         "set", "instance", "n", "optimal", "hint_bins", "bins", "bound", "status", "wall_s",
         "time_limit_s", "workers", "load1",
@@ -148,7 +148,7 @@ def run_cpsat(time_limit: float, workers: int, every: int) -> None:
         problem = plain_problem(name, sizes, capacity)
         hint = fewest_cores(problem)
         solution = model.solve(problem, hint)
-        check_core_count(problem, solution)
+        check_fewest_cores(problem, solution)
         rows.add(
             {
                 "set": group, "instance": name, "n": len(sizes), "optimal": optimal,
@@ -209,9 +209,10 @@ def run_shared(time_limit: float, workers: int) -> None:
 
     from raptor_cp.errors import RaptorError
     from raptor_cp.models.packing import CpSatBinPackingModel, CpSatPackingModel
+    from raptor_cp.models.solve import SolveSettings
 
-    packing = CpSatPackingModel(time_limit, workers, deterministic=False)
-    binpacking = CpSatBinPackingModel(time_limit, workers, deterministic=False)
+    packing = CpSatPackingModel(SolveSettings(time_limit, workers, deterministic=False))
+    binpacking = CpSatBinPackingModel(SolveSettings(time_limit, workers, deterministic=False))
     fields = [
         "instance", "tasks", "edges", "weights", "cores", "bound", "heuristic", "heuristic_s",
         "cpsat", "cpsat_bound", "cpsat_status", "cpsat_s", "time_limit_s", "workers", "load1",
@@ -221,7 +222,7 @@ def run_shared(time_limit: float, workers: int) -> None:
         weights = len({w for ws in unlimited.task_weights for w in ws})
         fewest = fewest_cores(unlimited)
         exact = binpacking.solve(unlimited, fewest)
-        check_core_count(unlimited, exact)
+        check_fewest_cores(unlimited, exact)
         if not unlimited.edges:
             rows.add(
                 {

@@ -128,22 +128,19 @@ def _model_paths(names: list[str] | None) -> list[pathlib.Path]:
 
 
 def bench_partition(args: argparse.Namespace) -> None:
+    from raptor_cp.audit.partition import compare_partition
     from raptor_cp.errors import ProvedInfeasibleError
     from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
-    from raptor_cp.models.partition import (
-        CpSatPartitionModel,
-        partition_audit,
-        partition_entries,
-    )
+    from raptor_cp.models.partition import CpSatPartitionModel, partition_entries
+    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.pipeline.initial import partition_problem, tabulate_grid
     from raptor_cp.problems import LatencyProblem
     from raptor_cp.targets.registry import resolve_target
     from raptor_cp.workload.load import load_workload
     from raptor_cp.workload.lowering import default_lanes, lower
 
-    model = CpSatPartitionModel(
-        time_limit_s=args.time_limit, workers=args.workers, max_entries=args.max_entries
-    )
+    settings = SolveSettings(args.time_limit, args.workers)
+    model = CpSatPartitionModel(settings, max_entries=args.max_entries)
     csv_path = RESULTS / "pipeline_partition.csv"
     rows: list[dict[str, object]] = []
     skipped: list[str] = []
@@ -171,25 +168,25 @@ def bench_partition(args: argparse.Namespace) -> None:
                         tabulate_grid(problem, costs, SPARE_UNITS)
                     floor = costs.group_floor(problem.cores)
                     pricing = time.perf_counter() - began
-                    raw = partition_audit(problem, model)
+                    audit = compare_partition(problem, model)
+                    dp, exact, cpsat = audit.dp, audit.exact_dp, audit.cpsat
                     row = {
                         "model": path.name, "target": target_name, "depth": depth,
                         "groups": problem.num_groups, "cores": problem.cores,
                         "tasks": graph.num_tasks, "entries": entries,
-                        "dp_objective": raw["dp_objective"],
-                        "dp_grid_objective": raw["dp_grid_objective"],
-                        "dp_unit_cores": raw["dp_unit_cores"],
-                        "dp_wall_s": round(float(raw["dp_wall_s"]), 3),
+                        "dp_objective": dp.objective,
+                        "dp_grid_objective": dp.details["grid_objective"],
+                        "dp_unit_cores": dp.details["unit_cores"],
+                        "dp_wall_s": round(dp.wall_s, 3),
                         "stage_pricing_s": round(pricing, 3), "floor": floor,
-                        "exact_dp_objective": raw.get("exact_dp_objective"),
-                        "quantization_loss": raw.get("quantization_loss"),
-                        "cpsat_status": raw.get("cpsat_status"),
-                        "cpsat_objective": raw.get("cpsat_objective"),
-                        "cpsat_bound": raw.get("cpsat_bound"),
-                        "cpsat_wall_s": None if raw.get("cpsat_wall_s") is None
-                        else round(float(raw["cpsat_wall_s"]), 2),
-                        "cpsat_skipped": raw.get("cpsat_skipped"),
-                        "disagreements": "; ".join(raw.get("disagreements", [])),
+                        "exact_dp_objective": None if exact is None else exact.objective,
+                        "quantization_loss": audit.quantization_loss,
+                        "cpsat_status": None if cpsat is None else cpsat.status.value,
+                        "cpsat_objective": None if cpsat is None else cpsat.objective,
+                        "cpsat_bound": None if cpsat is None else cpsat.bound,
+                        "cpsat_wall_s": None if cpsat is None else round(cpsat.wall_s, 2),
+                        "cpsat_skipped": audit.skipped,
+                        "disagreements": "; ".join(audit.disagreements),
                     }  # fmt: skip
                     writer.writerow(row)
                     handle.flush()

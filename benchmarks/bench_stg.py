@@ -52,11 +52,12 @@ import time
 from dataclasses import dataclass, field
 from types import FrameType
 
-from raptor_cp.check import check
 from raptor_cp.evaluate import evaluate
 from raptor_cp.heuristics.heft import HeftScheduler
 from raptor_cp.heuristics.peft import PeftScheduler
+from raptor_cp.models.solve import SolveSettings
 from raptor_cp.problems import LatencyProblem, LatencySolution
+from raptor_cp.problems.latency import check_schedule
 from raptor_cp.targets.generic import GenericTarget
 from raptor_cp.workload.load import load_workload
 from raptor_cp.workload.lowering import lower
@@ -170,7 +171,7 @@ def confirm(problem: LatencyProblem, solution: LatencySolution, ref: Reference) 
     respect every precedence, never overlap on a core, and end by the makespan.
     """
     assert solution.schedule is not None
-    check(problem, solution.schedule)
+    check_schedule(problem, solution.schedule)
     timing = evaluate(problem, solution.schedule)
     makespan = timing.makespan_ns
     if makespan != solution.objective:
@@ -237,12 +238,8 @@ def run_cpsat(row: Row, problem: LatencyProblem, args: argparse.Namespace) -> No
     if best.objective == row.library_lb:
         row.cpsat_note = f"{best.solver} reached the library lower bound: optimal, no search"
         return
-    model = CpSatLatencyModel(
-        time_limit_s=args.time_limit,
-        workers=args.workers,
-        deterministic=args.deterministic,
-        hint_with=None,
-    )
+    settings = SolveSettings(args.time_limit, args.workers, deterministic=args.deterministic)
+    model = CpSatLatencyModel(settings, hint_with=None)
     solution = model.solve(problem, hint=best.schedule)
     row.cpsat = solution
     row.cpsat_note = f"hint {solution.details.get('hint')}"

@@ -1,6 +1,6 @@
-"""Lower bounds on the makespan and on the cores a graph needs.
+"""Lower bounds on the makespan, on the cores a graph needs and on a pipeline's interval.
 
-All three are valid for every schedule on the given target: the critical path
+The makespan and core bounds are valid for every schedule on the given target: the critical path
 uses each task's fastest cost and free communication; the work bound spreads the
 fastest costs perfectly over all cores; the capacity bound counts the cores one
 copy of every distinct resident weight needs.
@@ -65,3 +65,18 @@ def lower_bounds(graph: ComputeGraph, target: SchedulingTarget) -> LowerBounds:
         weight_slots=slots,
         capacity_slots=capacity_slots,
     )
+
+
+def interval_lower_bound(graph: ComputeGraph, target: SchedulingTarget) -> dict[str, int]:
+    """Bounds every pipeline interval of this model: its largest task and work / cores.
+
+    Both bound the largest per-core compute, hence the interval estimate.
+    """
+    total = int(graph.cost.sum())
+    largest = int(graph.cost.max()) if graph.num_tasks else 0
+    per_core = -(-total // target.cores)
+    return {
+        "interval_ns": max(largest, per_core),
+        "largest_task_ns": largest,
+        "work_per_core_ns": per_core,
+    }

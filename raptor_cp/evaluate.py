@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
 from raptor_cp.errors import ScheduleViolationError
-from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
+
+if TYPE_CHECKING:
+    from raptor_cp.problems.latency import LatencyProblem
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,17 +9,20 @@ from typing import ClassVar
 
 import numpy as np
 
-from raptor_cp.audit import AuditRecord, audit_latency, render_markdown, to_json
+from raptor_cp.audit.latency import audit_latency
+from raptor_cp.audit.record import AuditRecord
 from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.heft import HeftScheduler
 from raptor_cp.heuristics.peft import PeftScheduler
 from raptor_cp.models.latency import CpSatLatencyModel, LatencyModelPlan, plan_latency_model
+from raptor_cp.models.solve import SolveSettings
 from raptor_cp.problems import LatencyProblem, LatencySolution, Status
+from raptor_cp.reports.audit import record_json, render_markdown, to_json
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.generic import GenericTarget
 
-CPSAT = CpSatLatencyModel(time_limit_s=10.0, workers=2, hint_with=None)
+CPSAT = CpSatLatencyModel(SolveSettings(10.0, 2), hint_with=None)
 
 
 def chain_and_pair() -> LatencyProblem:
@@ -64,7 +67,9 @@ class Fixed:
     name: ClassVar[str] = "fixed"
 
     def solve(self, problem: LatencyProblem) -> LatencySolution:
-        return LatencySolution(self.schedule, Status.FEASIBLE, self.name, objective=self.claimed)
+        return LatencySolution(
+            self.schedule, status=Status.FEASIBLE, solver=self.name, objective=self.claimed
+        )
 
 
 @dataclass(frozen=True)
@@ -92,14 +97,14 @@ def serial(problem: LatencyProblem) -> Schedule:
 def test_agreeing_heuristic_is_compared_with_the_proved_optimum() -> None:
     problem = chain_and_pair()
     record = audit_latency(problem, Fixed(serial(problem)), CPSAT, "chain")
-    assert (record.heuristic_makespan, record.cpsat_objective, record.cpsat_bound) == (13, 9, 9)
+    assert (record.heuristic_objective, record.cpsat_objective, record.cpsat_bound) == (13, 9, 9)
     assert (record.lower_bound, record.proved_optimal, record.disagreements) == (9, True, ())
     assert record.gap_vs_cpsat_pct == record.gap_vs_bound_pct == 100 * (13 - 9) / 9
 
 
 def test_fake_heuristic_failure_is_flagged() -> None:
     record = audit_latency(chain_and_pair(), GivesUp(), CPSAT, "chain")
-    assert record.heuristic_makespan is None
+    assert record.heuristic_objective is None
     assert record.heuristic_failure == "not found within budget: gave up after 0 of 0 candidates"
     assert record.disagreements == ("heuristic found no schedule but CP-SAT found 9 ns",)
     table = render_markdown([record])
@@ -136,7 +141,7 @@ def test_invalid_heuristic_schedule_is_flagged() -> None:
     problem = chain_and_pair()
     backwards = dataclasses.replace(serial(problem), core_order=((2, 1, 0, 3), ()))
     record = audit_latency(problem, Fixed(backwards), CPSAT, "chain")
-    assert record.heuristic_makespan is None
+    assert record.heuristic_objective is None
     assert record.disagreements == (
         "heuristic schedule fails check: task 't0' is placed after its successor 't1' on core 0",
     )
@@ -144,7 +149,7 @@ def test_invalid_heuristic_schedule_is_flagged() -> None:
 
 def test_heuristic_schedule_against_proved_infeasibility_is_flagged() -> None:
     problem = chain_and_pair()
-    infeasible = Claims(LatencySolution(None, Status.INFEASIBLE, "cpsat"))
+    infeasible = Claims(LatencySolution(None, status=Status.INFEASIBLE, solver="cpsat"))
     record = audit_latency(problem, Fixed(serial(problem)), infeasible, "chain")
     assert record.disagreements == (
         "heuristic has a valid schedule but CP-SAT proved infeasibility",
@@ -153,7 +158,7 @@ def test_heuristic_schedule_against_proved_infeasibility_is_flagged() -> None:
 
 def test_heuristic_below_a_proved_bound_is_flagged() -> None:
     problem = chain_and_pair()
-    too_high = Claims(LatencySolution(None, Status.NOT_FOUND, "cpsat", bound=20))
+    too_high = Claims(LatencySolution(None, status=Status.NOT_FOUND, solver="cpsat", bound=20))
     record = audit_latency(problem, Fixed(serial(problem)), too_high, "chain")
     assert record.disagreements == ("heuristic makespan 13 ns is below the proved bound 20 ns",)
 
@@ -169,7 +174,7 @@ def test_too_large_instance_keeps_the_heuristic_against_the_lower_bound() -> Non
     small = dataclasses.replace(CPSAT, max_size=5)
     record = audit_latency(problem, HeftScheduler(), small, "chain")
     assert (record.cpsat_status, record.cpsat_skipped) == (None, "too large: at least 8 literals")
-    assert (record.heuristic_makespan, record.best_bound, record.gap_vs_cpsat_pct) == (9, 9, None)
+    assert (record.heuristic_objective, record.best_bound, record.gap_vs_cpsat_pct) == (9, 9, None)
     assert record.gap_vs_bound_pct == 0.0
     assert "| skipped (too large: at least 8 literals) |" in render_markdown([record])
 
@@ -204,13 +209,13 @@ def test_json_round_trips_with_the_summary() -> None:
         "optimal",
         None,
     )
-    assert set(first) == set(records[0].to_json())
+    assert set(first) == set(record_json(records[0]))
 
 
 def test_record_json_names_every_field() -> None:
     record = audit_latency(chain_and_pair(), HeftScheduler(), CPSAT, "chain")
     fields = {f.name for f in dataclasses.fields(AuditRecord)}
-    renamed = {"heuristic_makespan", "cpsat_objective", "cpsat_bound"}
-    exported = set(record.to_json())
+    renamed = {"heuristic_objective", "cpsat_objective", "cpsat_bound"}
+    exported = set(record_json(record))
     assert fields - renamed <= exported
     assert {"heuristic_makespan_ns", "cpsat_objective_ns", "cpsat_bound_ns"} <= exported

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from raptor_cp.check import check
 from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems import LatencyProblem
+from raptor_cp.problems.latency import check_schedule
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.generic import GenericTarget
 
@@ -42,37 +42,37 @@ def problem(target: GenericTarget | None = None) -> LatencyProblem:
 
 
 def test_valid_schedule_passes() -> None:
-    check(problem(), Schedule(((A, B, C), (D,), ()), [0, 3, 7, 17], "hand"))
+    check_schedule(problem(), Schedule(((A, B, C), (D,), ()), [0, 3, 7, 17], "hand"))
 
 
 def test_late_start_is_legal_idle_time() -> None:
-    check(problem(), Schedule(((A, B, C), (D,), ()), [1, 5, 20, 30], "hand"))
+    check_schedule(problem(), Schedule(((A, B, C), (D,), ()), [1, 5, 20, 30], "hand"))
 
 
 def test_wrong_number_of_starts_is_rejected() -> None:
     with pytest.raises(
         ScheduleViolationError, match=r"^schedule has 3 start times for 4 tasks of four$"
     ):
-        check(problem(), Schedule(((A, B, C), (D,), ()), [0, 3, 7], "hand"))
+        check_schedule(problem(), Schedule(((A, B, C), (D,), ()), [0, 3, 7], "hand"))
 
 
 def test_missing_task_is_rejected() -> None:
     with pytest.raises(ScheduleViolationError, match=r"^task 'c' is not scheduled on any core$"):
-        check(problem(), Schedule(((A, B), (D,), ()), [0, 3, 7, 17], "hand"))
+        check_schedule(problem(), Schedule(((A, B), (D,), ()), [0, 3, 7, 17], "hand"))
 
 
 def test_duplicated_task_is_rejected() -> None:
     with pytest.raises(
         ScheduleViolationError, match=r"^task 'b' is scheduled 2 times \(cores 0, 1\)$"
     ):
-        check(problem(), Schedule(((A, B, C), (B, D), ()), [0, 3, 7, 17], "hand"))
+        check_schedule(problem(), Schedule(((A, B, C), (B, D), ()), [0, 3, 7, 17], "hand"))
 
 
 def test_unknown_task_id_is_rejected() -> None:
     with pytest.raises(
         ScheduleViolationError, match=r"^core 1 lists unknown task id 7 \(tasks are 0\.\.3\)$"
     ):
-        check(problem(), Schedule(((A, B, C), (D, 7), ()), [0, 3, 7, 17], "hand"))
+        check_schedule(problem(), Schedule(((A, B, C), (D, 7), ()), [0, 3, 7, 17], "hand"))
 
 
 def test_core_out_of_range_is_rejected() -> None:
@@ -80,12 +80,12 @@ def test_core_out_of_range_is_rejected() -> None:
         ScheduleViolationError,
         match=r"^task 'd' is on core 3 but target generic:3:1 has 3 cores \(0\.\.2\)$",
     ):
-        check(problem(), Schedule(((A, B, C), (), (), (D,)), [0, 3, 7, 17], "hand"))
+        check_schedule(problem(), Schedule(((A, B, C), (), (), (D,)), [0, 3, 7, 17], "hand"))
 
 
 def test_shared_weight_fits_one_slot() -> None:
     target = SmallCoresTarget(3, ns_per_byte=1, slots=1)
-    check(problem(target), Schedule(((A, B), (C, D), ()), [0, 3, 23, 25], "hand"))
+    check_schedule(problem(target), Schedule(((A, B), (C, D), ()), [0, 3, 23, 25], "hand"))
 
 
 def test_capacity_overflow_is_rejected() -> None:
@@ -93,14 +93,14 @@ def test_capacity_overflow_is_rejected() -> None:
     with pytest.raises(
         ScheduleViolationError, match=r"^core 0 needs 2 resident weight slots but holds 1$"
     ):
-        check(problem(target), Schedule(((A, B, C), (D,), ()), [0, 3, 7, 17], "hand"))
+        check_schedule(problem(target), Schedule(((A, B, C), (D,), ()), [0, 3, 7, 17], "hand"))
 
 
 def test_task_after_its_successor_on_a_core_is_rejected() -> None:
     with pytest.raises(
         ScheduleViolationError, match=r"^task 'a' is placed after its successor 'b' on core 0$"
     ):
-        check(problem(), Schedule(((B, A, C), (D,), ()), [0, 3, 7, 17], "hand"))
+        check_schedule(problem(), Schedule(((B, A, C), (D,), ()), [0, 3, 7, 17], "hand"))
 
 
 def test_cross_core_order_cycle_is_rejected() -> None:
@@ -110,12 +110,12 @@ def test_cross_core_order_cycle_is_rejected() -> None:
         match=r"^deadlock: task 'a' waits on itself through a cycle of 3 tasks in "
         r"dependencies and core order$",
     ):
-        check(problem(), Schedule(((B, C), (D, A), ()), [0, 0, 0, 0], "hand"))
+        check_schedule(problem(), Schedule(((B, C), (D, A), ()), [0, 0, 0, 0], "hand"))
 
 
 def test_negative_start_is_rejected() -> None:
     with pytest.raises(ScheduleViolationError, match=r"^task 'a' starts at negative time -1$"):
-        check(problem(), Schedule(((A, B, C), (D,), ()), [-1, 3, 7, 17], "hand"))
+        check_schedule(problem(), Schedule(((A, B, C), (D,), ()), [-1, 3, 7, 17], "hand"))
 
 
 def test_start_before_core_predecessor_finishes_is_rejected() -> None:
@@ -125,7 +125,7 @@ def test_start_before_core_predecessor_finishes_is_rejected() -> None:
         match=r"^task 'c' starts at 5 ns before 'b', the task before it on core 0, "
         r"finishes at 7 ns$",
     ):
-        check(problem(), Schedule(((A, B, C), (D,), ()), [0, 3, 5, 17], "hand"))
+        check_schedule(problem(), Schedule(((A, B, C), (D,), ()), [0, 3, 5, 17], "hand"))
 
 
 def test_start_before_data_arrives_is_rejected() -> None:
@@ -135,7 +135,7 @@ def test_start_before_data_arrives_is_rejected() -> None:
         match=r"^task 'd' starts at 16 ns before the data of 'c' \(core 0\) reaches core 1 "
         r"at 17 ns$",
     ):
-        check(problem(), Schedule(((A, B, C), (D,), ()), [0, 3, 7, 16], "hand"))
+        check_schedule(problem(), Schedule(((A, B, C), (D,), ()), [0, 3, 7, 16], "hand"))
 
 
 def test_starts_must_be_consistent_with_each_other_not_only_with_the_earliest() -> None:
@@ -146,4 +146,4 @@ def test_starts_must_be_consistent_with_each_other_not_only_with_the_earliest() 
         match=r"^task 'c' starts at 7 ns before 'b', the task before it on core 0, "
         r"finishes at 14 ns$",
     ):
-        check(problem(), Schedule(((A, B, C), (D,), ()), [0, 10, 7, 17], "hand"))
+        check_schedule(problem(), Schedule(((A, B, C), (D,), ()), [0, 10, 7, 17], "hand"))

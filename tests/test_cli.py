@@ -13,7 +13,8 @@ from typing import ClassVar
 import pytest
 from click.testing import CliRunner, Result
 
-from raptor_cp.cli import DEFAULT_SCHEDULER, main
+from raptor_cp.cli import main
+from raptor_cp.flows import DEFAULT_SCHEDULER
 from raptor_cp.problems import LatencyProblem, LatencySolution, Status
 
 PHASES = ("load", "lower", "schedule", "check", "write")
@@ -379,13 +380,13 @@ class _GivesUp:
     name: ClassVar[str] = "gives-up"
 
     def solve(self, problem: LatencyProblem) -> LatencySolution:
-        return LatencySolution(None, Status.NOT_FOUND, self.name)
+        return LatencySolution(None, status=Status.NOT_FOUND, solver=self.name)
 
 
 def test_solver_without_schedule_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("raptor_cp.cli.latency_solver", lambda name: _GivesUp())
+    monkeypatch.setattr("raptor_cp.flows.solve", lambda problem, method: _GivesUp().solve(problem))
     model = _raptor_graph(tmp_path / "diamond.json")
     result = _run("compile", model, "--out", tmp_path / "out", "--json")
     _assert_one_line_error(

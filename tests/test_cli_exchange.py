@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from raptor_cp.cli import main
-from raptor_cp.cli_exchange import exchange_command
+from raptor_cp.cli.exchange import exchange_command
 from raptor_cp.exchange_format import (
     Address,
     Allocation,

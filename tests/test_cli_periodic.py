@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner, Result
 
-from raptor_cp.cli_periodic import periodic_command
+from raptor_cp.cli.periodic import periodic_command
 
 DATA = Path(__file__).parent / "data" / "pimsim_fixtures"
 

@@ -11,19 +11,20 @@ import numpy as np
 import pytest
 
 from raptor_cp.bounds import lower_bounds
-from raptor_cp.check import check
 from raptor_cp.errors import NotFoundWithinBudgetError, RaptorError
 from raptor_cp.evaluate import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.models.latency import CpSatLatencyModel, plan_latency_model
+from raptor_cp.models.solve import SolveSettings
 from raptor_cp.problems import LatencyProblem, LatencySolution, Status
+from raptor_cp.problems.latency import check_schedule
 from raptor_cp.schedule import Schedule
-from raptor_cp.solvers import latency_solver
+from raptor_cp.solvers import make_solver, solve
 from raptor_cp.targets.generic import GenericTarget
 from raptor_cp.workload.topcuoglu import read_topcuoglu
 
 TOPCUOGLU = Path(__file__).parent / "data" / "cpsat_topcuoglu"
-FAST = {"time_limit_s": 10.0, "workers": 2, "hint_with": None}
+FAST = {"settings": SolveSettings(10.0, 2), "hint_with": None}
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def assert_valid_optimum(problem: LatencyProblem, solution: LatencySolution) -> 
     """OPTIMAL, passes check, and evaluate reproduces the CP-SAT objective."""
     assert solution.status == Status.OPTIMAL
     assert solution.schedule is not None
-    check(problem, solution.schedule)
+    check_schedule(problem, solution.schedule)
     makespan = evaluate(problem, solution.schedule).makespan_ns
     assert makespan == solution.objective == solution.details["cpsat_objective"]
     assert solution.bound == solution.objective
@@ -175,9 +176,9 @@ def test_cpsat_optimum_equals_brute_force(instance: str) -> None:
 @pytest.mark.parametrize("instance", sorted(SMALL))
 def test_heuristic_is_no_better_than_cpsat_optimum(heuristic: str, instance: str) -> None:
     problem = SMALL[instance]()
-    found = latency_solver(heuristic).solve(problem)
+    found = solve(problem, heuristic)
     assert found.schedule is not None
-    check(problem, found.schedule)
+    check_schedule(problem, found.schedule)
     optimum = CpSatLatencyModel(**FAST).solve(problem, hint=found.schedule)
     assert_valid_optimum(problem, optimum)
     lower = lower_bounds(problem.graph, problem.target).makespan_ns
@@ -187,7 +188,7 @@ def test_heuristic_is_no_better_than_cpsat_optimum(heuristic: str, instance: str
 def test_topcuoglu_optimum_is_73_below_heft_80() -> None:
     graph, target = read_topcuoglu(TOPCUOGLU)
     problem = LatencyProblem(graph, target)
-    heft = latency_solver("heft").solve(problem)
+    heft = solve(problem, "heft")
     solution = CpSatLatencyModel(**FAST).solve(problem, hint=heft.schedule)
     assert_valid_optimum(problem, solution)
     assert (heft.objective, solution.objective) == (80, 73)
@@ -219,13 +220,13 @@ def test_capacity_infeasible_instance_is_proved_infeasible() -> None:
         None,
     )
     with pytest.raises(NotFoundWithinBudgetError):
-        latency_solver("heft").solve(problem)
+        solve(problem, "heft")
 
 
 def test_two_deterministic_runs_give_the_same_schedule() -> None:
     # Unhinted and stopped by the budget: the schedule is CP-SAT's own search result.
     problem = LatencyProblem(random_graph(1, 40, 4), GenericTarget(4, 1))
-    model = CpSatLatencyModel(time_limit_s=0.08, workers=2, hint_with=None)
+    model = CpSatLatencyModel(settings=SolveSettings(0.08, 2), hint_with=None)
     first, second = model.solve(problem), model.solve(problem)
     assert first.schedule is not None and second.schedule is not None
     assert (first.status, first.objective, first.bound) == (
@@ -240,9 +241,9 @@ def test_two_deterministic_runs_give_the_same_schedule() -> None:
 def test_budget_cut_run_is_feasible_with_a_gap() -> None:
     # Pinned on OR-Tools 9.15 with a deterministic budget: 121 ns found, 114 ns proved.
     problem = LatencyProblem(random_graph(1, 40, 4), GenericTarget(4, 1))
-    solution = CpSatLatencyModel(time_limit_s=0.08, workers=2, hint_with=None).solve(problem)
+    solution = CpSatLatencyModel(settings=SolveSettings(0.08, 2), hint_with=None).solve(problem)
     assert solution.status == Status.FEASIBLE
-    check(problem, solution.schedule)
+    check_schedule(problem, solution.schedule)
     trivial = lower_bounds(problem.graph, problem.target).makespan_ns
     assert solution.objective > solution.bound >= trivial
     assert 0 < solution.gap < 1
@@ -251,7 +252,7 @@ def test_budget_cut_run_is_feasible_with_a_gap() -> None:
 def test_budget_cut_run_without_a_schedule_is_not_found() -> None:
     # Pinned on OR-Tools 9.15: no schedule within 0.08 deterministic seconds, unhinted.
     problem = LatencyProblem(random_graph(4, 40, 4), GenericTarget(4, 1))
-    solution = CpSatLatencyModel(time_limit_s=0.08, workers=2, hint_with=None).solve(problem)
+    solution = CpSatLatencyModel(settings=SolveSettings(0.08, 2), hint_with=None).solve(problem)
     assert (solution.status, solution.schedule, solution.objective) == (
         Status.NOT_FOUND,
         None,
@@ -327,5 +328,5 @@ def test_empty_graph_has_makespan_zero() -> None:
 
 
 def test_registry_builds_the_cpsat_model() -> None:
-    model = latency_solver("cpsat", time_limit_s=1.0, workers=1)
-    assert model == CpSatLatencyModel(time_limit_s=1.0, workers=1)
+    model = make_solver(LatencyProblem, "cpsat", settings=SolveSettings(1.0, 1))
+    assert model == CpSatLatencyModel(settings=SolveSettings(1.0, 1))

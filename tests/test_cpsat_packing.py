@@ -9,15 +9,20 @@ import pytest
 from test_stage_packing import brute_force, random_problem
 
 from raptor_cp.errors import RaptorError
-from raptor_cp.heuristics.stage_packing import check_core_count, fewest_cores, pack_stage
+from raptor_cp.heuristics.stage_packing import fewest_cores, pack_stage
 from raptor_cp.models.packing import SKIPPED, CpSatBinPackingModel, CpSatPackingModel, _add_hint
 from raptor_cp.models.solve import SolveSettings, run_cpsat
-from raptor_cp.pipeline_problems import PackingProblem, PackingSolution, check_packing
-from raptor_cp.problems import Status
+from raptor_cp.problems import (
+    PackingProblem,
+    PackingSolution,
+    Status,
+    check_fewest_cores,
+    check_packing,
+)
 
 BPP = pathlib.Path(__file__).parent / "data" / "bpp"
-EXACT = CpSatPackingModel(time_limit_s=5.0, workers=1)
-BINS = CpSatBinPackingModel(time_limit_s=5.0, workers=1)
+EXACT = CpSatPackingModel(settings=SolveSettings(5.0, 1))
+BINS = CpSatBinPackingModel(settings=SolveSettings(5.0, 1))
 
 
 def plain_bin_packing(sizes: list[int], capacity: int, name: str = "bpp") -> PackingProblem:
@@ -45,7 +50,7 @@ def test_heuristic_is_never_below_the_cpsat_optimum_nor_that_below_the_bound(
         for solution in (heuristic, exact):
             check_packing(problem, solution)
         for solution in (counted, bins):
-            check_core_count(problem, solution)
+            check_fewest_cores(problem, solution)
         if best is None:
             assert exact.status == bins.status == Status.INFEASIBLE
             continue
@@ -61,8 +66,8 @@ def test_unhinted_models_reach_the_same_optima() -> None:
     for _ in range(20):
         problem = random_problem(rng, with_edges=True)
         best, fewest = brute_force(problem)
-        exact = CpSatPackingModel(time_limit_s=5.0, workers=1, use_hint=False).solve(problem)
-        bins = CpSatBinPackingModel(time_limit_s=5.0, workers=1, use_hint=False).solve(problem)
+        exact = CpSatPackingModel(settings=SolveSettings(5.0, 1), use_hint=False).solve(problem)
+        bins = CpSatBinPackingModel(settings=SolveSettings(5.0, 1), use_hint=False).solve(problem)
         assert exact.objective == best and bins.objective == fewest
         assert exact.details["hint"] == "none"
 
@@ -90,7 +95,7 @@ def test_bins_beat_best_fit_decreasing_on_a_small_instance() -> None:
     problem = plain_bin_packing([5, 4, 4, 3, 2, 2], 10)
     heuristic = fewest_cores(problem)
     solution = BINS.solve(problem)
-    check_core_count(problem, solution)
+    check_fewest_cores(problem, solution)
     assert heuristic.objective == 3
     assert (solution.objective, solution.bound, solution.status) == (2, 2, Status.OPTIMAL)
     assert solution.details["hint"] == "fewest-cores: 3 cores"
@@ -100,7 +105,7 @@ def test_bins_beat_best_fit_decreasing_on_a_small_instance() -> None:
 def test_scholl_instances_reach_their_known_optimum(name: str, optimal: int) -> None:
     problem = read_bpp(name)
     solution = BINS.solve(problem)
-    check_core_count(problem, solution)
+    check_fewest_cores(problem, solution)
     assert (solution.objective, solution.status) == (optimal, Status.OPTIMAL)
     assert fewest_cores(problem).objective in (optimal, optimal + 1)
 
@@ -114,7 +119,7 @@ def test_a_hint_at_the_lower_bound_is_returned_without_search() -> None:
 
 def test_a_hint_breaking_capacity_is_rejected_and_the_search_still_runs() -> None:
     problem = PackingProblem((1, 1), ((0,), (1,)), (2, 2), 2, 2, name="tight")
-    bad = PackingSolution((0, 0), Status.FEASIBLE, "test", objective=2)
+    bad = PackingSolution((0, 0), status=Status.FEASIBLE, solver="test", objective=2)
     solution = EXACT.solve(problem, bad)
     assert solution.details["hint"] == (
         "test rejected: tight: core 0 holds 4 weight slots, capacity 2"

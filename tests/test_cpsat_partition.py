@@ -7,26 +7,26 @@ import itertools
 import pytest
 from test_prefix_dp import brute_force_optimum, random_problem
 
+from raptor_cp.audit.joint import compare_joint
+from raptor_cp.audit.partition import compare_partition
 from raptor_cp.errors import InvalidInstanceError, RaptorError, ScheduleViolationError
 from raptor_cp.heuristics.prefix_dp import initial_partition
-from raptor_cp.models.joint_partition import (
-    CpSatJointModel,
+from raptor_cp.models.joint_partition import CpSatJointModel
+from raptor_cp.models.partition import CpSatPartitionModel
+from raptor_cp.models.solve import SolveSettings
+from raptor_cp.problems import (
     JointProblem,
     JointSolution,
-    check_joint,
-    joint_audit,
-)
-from raptor_cp.models.partition import CpSatPartitionModel, partition_audit
-from raptor_cp.pipeline_problems import (
     PackingProblem,
     PartitionProblem,
     Stage,
+    Status,
+    check_joint,
     check_partition,
     packing_demand,
 )
-from raptor_cp.problems import Status
 
-FAST = {"time_limit_s": 10.0, "workers": 2}
+FAST = {"settings": SolveSettings(10.0, 2)}
 
 
 @pytest.mark.parametrize("seed", range(15))
@@ -68,14 +68,15 @@ def parity_problem() -> PartitionProblem:
 
 
 def test_audit_reports_the_quantization_loss() -> None:
-    record = partition_audit(parity_problem(), CpSatPartitionModel(**FAST))
-    assert record["dp_unit_cores"] == 2
-    assert record["dp_objective"] == 50
-    assert record["exact_dp_objective"] == record["cpsat_objective"] == record["cpsat_bound"] == 10
-    assert record["cpsat_status"] == "optimal"
-    assert record["quantization_loss"] == 40
-    assert record["quantization_loss_rel"] == pytest.approx(0.8)
-    assert record["disagreements"] == []
+    record = compare_partition(parity_problem(), CpSatPartitionModel(**FAST))
+    assert record.exact_dp is not None and record.cpsat is not None
+    assert record.dp.details["unit_cores"] == 2
+    assert record.dp.objective == 50
+    assert record.exact_dp.objective == record.cpsat.objective == record.cpsat.bound == 10
+    assert record.cpsat.status == Status.OPTIMAL
+    assert record.quantization_loss == 40
+    assert record.quantization_loss_rel == pytest.approx(0.8)
+    assert record.disagreements == ()
 
 
 def test_dp_is_never_below_cpsat() -> None:
@@ -103,9 +104,9 @@ def test_too_large_partition_model_is_refused() -> None:
 
 def test_audit_skips_exact_solvers_on_large_instances() -> None:
     problem = PartitionProblem(40, 64, 4, lambda first, stop, cores: stop - first, name="big")
-    record = partition_audit(problem, CpSatPartitionModel(**FAST))
-    assert record["cpsat_skipped"] == "52480 stage-cost entries > max_entries 20000"
-    assert record["dp_objective"] == 10 and "quantization_loss" not in record
+    record = compare_partition(problem, CpSatPartitionModel(**FAST))
+    assert record.skipped == "52480 stage-cost entries > max_entries 20000"
+    assert record.dp.objective == 10 and record.quantization_loss is None
 
 
 # --- joint partition + packing -------------------------------------------------------------
@@ -177,12 +178,12 @@ def test_segment_packing_keeps_only_the_edges_inside_the_segment() -> None:
 
 def test_joint_model_is_never_worse_than_the_dp_over_heuristic_curves() -> None:
     problem = tiny_joint()
-    record = joint_audit(problem, round_robin_pack, CpSatJointModel(**FAST))
-    exact = joint_audit(problem, exact_pack, CpSatJointModel(**FAST))
-    assert record["joint_status"] == "optimal"
-    assert record["splitting_loss"] is not None and record["splitting_loss"] > 0
-    assert exact["splitting_loss"] == 0
-    assert record["disagreements"] == exact["disagreements"] == []
+    record = compare_joint(problem, round_robin_pack, CpSatJointModel(**FAST))
+    exact = compare_joint(problem, exact_pack, CpSatJointModel(**FAST))
+    assert record.joint.status == Status.OPTIMAL
+    assert record.splitting_loss is not None and record.splitting_loss > 0
+    assert exact.splitting_loss == 0
+    assert record.disagreements == exact.disagreements == ()
 
 
 def test_check_joint_rejects_a_task_outside_its_stage_cores() -> None:
@@ -193,7 +194,7 @@ def test_check_joint_rejects_a_task_outside_its_stage_cores() -> None:
         ScheduleViolationError,
         match=r"^tiny: task 5 on core 0, outside its stage's cores \[3, 4\)$",
     ):
-        check_joint(problem, JointSolution(stages, core, Status.FEASIBLE, "test"))
+        check_joint(problem, JointSolution(stages, core, status=Status.FEASIBLE, solver="test"))
 
 
 def test_check_joint_rejects_an_over_capacity_core() -> None:
@@ -203,7 +204,7 @@ def test_check_joint_rejects_an_over_capacity_core() -> None:
     with pytest.raises(
         ScheduleViolationError, match=r"^tiny\[0:2\]: core 0 holds 4 weight slots, capacity 3$"
     ):
-        check_joint(problem, JointSolution(stages, core, Status.FEASIBLE, "test"))
+        check_joint(problem, JointSolution(stages, core, status=Status.FEASIBLE, solver="test"))
 
 
 def test_joint_problem_rejects_an_empty_group() -> None:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raptor_cp.cli_cycle_ratio import cycle_ratio_command
+from raptor_cp.cli.cycle_ratio import cycle_ratio_command
 from raptor_cp.errors import InvalidInstanceError, RaptorError
 from raptor_cp.periodic import (
     METHODS,

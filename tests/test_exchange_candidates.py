@@ -7,7 +7,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from raptor_cp.check import check
 from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.evaluate import evaluate
 from raptor_cp.graph import ComputeGraph
@@ -23,6 +22,7 @@ from raptor_cp.heuristics.exchange_candidates import (
 )
 from raptor_cp.heuristics.exchange_plan import build_exchange_plan
 from raptor_cp.problems import LatencyProblem
+from raptor_cp.problems.latency import check_schedule
 from raptor_cp.targets.ipu import MK2, IpuTarget
 from raptor_cp.workload.lowering import lower
 from raptor_cp.workload.model import ALL_ROWS, SAME_ROWS, Operation, OpKind, Workload
@@ -100,7 +100,7 @@ def test_spread_placement_passes_the_checker_with_replicated_weights() -> None:
     problem = LatencyProblem(lower(_mlp(), TARGET, lanes=8), TARGET)
     schedule = spread_schedule(problem, 8)
     assert schedule.cores_used == 8
-    check(problem, replace(schedule, start_ns=evaluate(problem, schedule).start_ns))
+    check_schedule(problem, replace(schedule, start_ns=evaluate(problem, schedule).start_ns))
 
 
 def test_spread_fails_when_some_weights_fit_no_tile() -> None:

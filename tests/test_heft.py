@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from raptor_cp.bounds import lower_bounds
-from raptor_cp.check import check
 from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.evaluate import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.heft import HeftScheduler, heft_schedule, upward_rank
 from raptor_cp.problems import LatencyProblem, Status
-from raptor_cp.solvers import latency_solver
+from raptor_cp.problems.latency import check_schedule
+from raptor_cp.solvers import solve
 from raptor_cp.targets.generic import GenericTarget
 from raptor_cp.workload.topcuoglu import read_topcuoglu
 
@@ -103,7 +103,7 @@ def test_topcuoglu_upward_ranks_match_the_paper() -> None:
 
 def test_solution_reports_status_bound_and_solver() -> None:
     problem = topcuoglu_problem()
-    solution = latency_solver("heft").solve(problem)
+    solution = solve(problem, "heft")
     assert solution.status is Status.FEASIBLE
     assert solution.solver == "heft"
     assert solution.schedule.scheduler == "heft"
@@ -116,7 +116,7 @@ def test_solution_reports_status_bound_and_solver() -> None:
 def test_schedule_passes_check_and_evaluate_matches_estimate(seed: int, ns_per_byte: int) -> None:
     problem = random_layered_problem(seed, ns_per_byte=ns_per_byte)
     solution = HeftScheduler().solve(problem)
-    check(problem, solution.schedule)
+    check_schedule(problem, solution.schedule)
     evaluation = evaluate(problem, solution.schedule)
     assert evaluation.start_ns.tolist() == solution.schedule.start_ns.tolist()
     assert solution.objective == evaluation.makespan_ns
@@ -159,7 +159,7 @@ def test_zero_cost_successor_with_equal_rank_waits_for_its_predecessor() -> None
     )
     problem = LatencyProblem(graph, GenericTarget(2))
     assert upward_rank(problem).tolist() == [0, 0]
-    check(problem, heft_schedule(problem))
+    check_schedule(problem, heft_schedule(problem))
 
 
 def test_capacity_forces_tasks_sharing_a_weight_together() -> None:
@@ -176,7 +176,7 @@ def test_capacity_forces_tasks_sharing_a_weight_together() -> None:
     )
     problem = LatencyProblem(graph, SmallCoresTarget(2, ns_per_byte=1, slots=1))
     schedule = heft_schedule(problem)
-    check(problem, schedule)
+    check_schedule(problem, schedule)
     assert schedule.core_order == ((0, 2), (1, 3))
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from raptor_cp.check import check
 from raptor_cp.errors import InvalidConfigError, InvalidInstanceError
 from raptor_cp.heuristics.heft import HeftScheduler
 from raptor_cp.heuristics.peft import PeftScheduler
 from raptor_cp.problems import LatencyProblem
+from raptor_cp.problems.latency import check_schedule
 from raptor_cp.targets.base import FixedWork, MatrixWork, SchedulingTarget, VectorWork
 from raptor_cp.targets.ipu import IPU_PRESETS, MK1, MK2, IpuTarget
 from raptor_cp.workload.lowering import lower
@@ -203,10 +203,10 @@ def test_list_schedulers_run_unchanged_on_the_ipu() -> None:
     problem = LatencyProblem(lower(_mlp(), small, lanes=4), small)
     solution = PeftScheduler().solve(problem)
     assert solution.schedule is not None
-    check(problem, solution.schedule)
+    check_schedule(problem, solution.schedule)
     full = IpuTarget.preset("ipu-mk2")
     problem = LatencyProblem(lower(_mlp(), full, lanes=4), full)
     solution = HeftScheduler().solve(problem)
     assert solution.schedule is not None
-    check(problem, solution.schedule)
+    check_schedule(problem, solution.schedule)
     assert solution.schedule.cores_used > 1

@@ -14,8 +14,7 @@ from raptor_cp.heuristics.ordered_packing import (
     ordered_packing,
     ordered_packing_curve,
 )
-from raptor_cp.pipeline_problems import PackingProblem, check_packing, packing_demand
-from raptor_cp.problems import Status
+from raptor_cp.problems import PackingProblem, Status, check_packing, packing_demand
 
 
 def brute_force(problem: PackingProblem, cores: int) -> int | None:

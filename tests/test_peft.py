@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from raptor_cp.bounds import lower_bounds
-from raptor_cp.check import check
 from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.evaluate import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.peft import HopTransferRows, PeftScheduler, optimistic_cost_table
 from raptor_cp.problems import LatencyProblem, Status
-from raptor_cp.solvers import latency_solver
+from raptor_cp.problems.latency import check_schedule
+from raptor_cp.solvers import make_solver, solve
 from raptor_cp.targets.base import SchedulingTarget
 from raptor_cp.targets.generic import GenericTarget
 
@@ -180,7 +180,7 @@ def assert_matches_reference(problem: LatencyProblem) -> int:
     assert table.tolist() == expected_table
     assert solution.schedule.core.tolist() == expected_core
     assert solution.schedule.start_ns.tolist() == expected_start
-    check(problem, solution.schedule)
+    check_schedule(problem, solution.schedule)
     assert solution.objective == solution.details["estimated_makespan_ns"]
     return int(solution.objective)
 
@@ -274,7 +274,7 @@ def test_schedules_pass_check_and_evaluate_to_the_estimate(
     problem = LatencyProblem(layered_graph(seed, 600, 30), target)
     solution = PeftScheduler().solve(problem)
     assert solution.schedule is not None
-    check(problem, solution.schedule)
+    check_schedule(problem, solution.schedule)
     evaluation = evaluate(problem, solution.schedule)
     assert evaluation.start_ns.tolist() == solution.schedule.start_ns.tolist()
     assert solution.objective == evaluation.makespan_ns == solution.details["estimated_makespan_ns"]
@@ -283,8 +283,8 @@ def test_schedules_pass_check_and_evaluate_to_the_estimate(
 
 def test_solution_reports_status_bound_and_counters() -> None:
     problem = LatencyProblem(layered_graph(0, 200, 20), GenericTarget(4, 1))
-    solution = latency_solver("peft").solve(problem)
-    assert isinstance(latency_solver("peft"), PeftScheduler)
+    solution = solve(problem, "peft")
+    assert isinstance(make_solver(LatencyProblem, "peft"), PeftScheduler)
     assert (solution.status, solution.solver) == (Status.FEASIBLE, "peft")
     assert solution.gap is not None and 0 <= solution.gap < 1
     assert solution.details["passes"] == 1
@@ -345,7 +345,7 @@ def test_full_core_is_not_eligible_even_when_it_would_finish_first() -> None:
     assert solution.schedule is not None
     assert solution.schedule.core.tolist() == [0, 1]
     assert solution.schedule.start_ns.tolist() == [0, 110]
-    check(problem, solution.schedule)
+    check_schedule(problem, solution.schedule)
 
 
 def test_greedy_failure_is_recovered_by_constructor_reservations() -> None:
@@ -357,7 +357,7 @@ def test_greedy_failure_is_recovered_by_constructor_reservations() -> None:
     problem = LatencyProblem(graph, SlotTarget(3, 0, slots=3))
     solution = PeftScheduler().solve(problem)
     assert solution.schedule is not None
-    check(problem, solution.schedule)
+    check_schedule(problem, solution.schedule)
     assert solution.details["recovery"] is True
     assert solution.details["recovered_task"] == "t4"
     assert (solution.details["passes"], solution.details["constructions"]) == (2, 0)

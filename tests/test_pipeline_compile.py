@@ -12,10 +12,10 @@ from click.testing import CliRunner, Result
 
 from raptor_cp.cli import main
 from raptor_cp.errors import ScheduleViolationError
-from raptor_cp.pipeline.check import check_pipeline
 from raptor_cp.pipeline.groups import pipeline_groups
 from raptor_cp.pipeline.initial import initial_pipeline
 from raptor_cp.problems import LatencyProblem
+from raptor_cp.problems.pipeline import PipelineProblem, check_pipeline_schedule
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.registry import resolve_target
 from raptor_cp.workload.load import load_workload
@@ -63,7 +63,9 @@ def _check_outputs(model: Path, target: str, depth: int, out: Path) -> None:
         "pipeline",
         tuple(schedule["core_stage"]),
     )
-    check_pipeline(LatencyProblem(graph, target_obj), pipeline_groups(graph), rebuilt, depth)
+    check_pipeline_schedule(
+        PipelineProblem(graph, target_obj, depth), pipeline_groups(graph), rebuilt
+    )
     counts = [schedule["core_stage"].count(s) for s in range(schedule["stages"])]
     assert counts == schedule["core_budgets"]
 
@@ -172,7 +174,7 @@ def lenet_plan() -> tuple[LatencyProblem, object, Schedule]:
     graph = lower(workload, target, lanes=default_lanes(workload, target))
     result = initial_pipeline(graph, target, 2)
     assert len(result.plan.stages) == 2
-    return LatencyProblem(graph, target), result.plan.groups, result.plan.schedule
+    return PipelineProblem(graph, target, 2), result.plan.groups, result.plan.schedule
 
 
 def _moved(schedule: Schedule, task: int, core: int) -> Schedule:
@@ -186,7 +188,7 @@ def _moved(schedule: Schedule, task: int, core: int) -> Schedule:
 
 def test_the_checker_accepts_the_initial_schedule(lenet_plan: tuple) -> None:
     problem, groups, schedule = lenet_plan
-    check_pipeline(problem, groups, schedule, 2)
+    check_pipeline_schedule(problem, groups, schedule)
 
 
 def test_a_task_on_an_idle_core_is_rejected(lenet_plan: tuple) -> None:
@@ -194,7 +196,7 @@ def test_a_task_on_an_idle_core_is_rejected(lenet_plan: tuple) -> None:
     idle = schedule.stage.index(-1)
     bad = _moved(schedule, 0, idle)
     with pytest.raises(ScheduleViolationError, match=rf"on core {idle}, which has no stage$"):
-        check_pipeline(problem, groups, bad, 2)
+        check_pipeline_schedule(problem, groups, bad)
 
 
 def test_lanes_of_one_operation_in_two_stages_are_rejected(lenet_plan: tuple) -> None:
@@ -202,13 +204,13 @@ def test_lanes_of_one_operation_in_two_stages_are_rejected(lenet_plan: tuple) ->
     other = schedule.stage.index(1)
     bad = _moved(schedule, groups.tasks[0][0], other)
     with pytest.raises(ScheduleViolationError, match=r"is split over stages \[0, 1\]"):
-        check_pipeline(problem, groups, bad, 2)
+        check_pipeline_schedule(problem, groups, bad)
 
 
 def test_more_stages_than_the_depth_are_rejected(lenet_plan: tuple) -> None:
     problem, groups, schedule = lenet_plan
     with pytest.raises(ScheduleViolationError, match=r"^2 stages, allowed 1\.\.1$"):
-        check_pipeline(problem, groups, schedule, 1)
+        check_pipeline_schedule(dataclasses.replace(problem, depth=1), groups, schedule)
 
 
 def test_a_task_after_its_successor_on_one_core_is_rejected(lenet_plan: tuple) -> None:
@@ -226,7 +228,7 @@ def test_a_task_after_its_successor_on_one_core_is_rejected(lenet_plan: tuple) -
     orders[core] = tuple(reversed(orders[core]))
     bad = dataclasses.replace(schedule, core_order=tuple(orders))
     with pytest.raises(ScheduleViolationError, match=r"is placed after its successor"):
-        check_pipeline(problem, groups, bad, 2)
+        check_pipeline_schedule(problem, groups, bad)
 
 
 class _Tight:
@@ -253,10 +255,10 @@ def test_weights_beyond_a_core_capacity_are_rejected(lenet_plan: tuple) -> None:
     orders[stage1[0]] = gathered
     bad = dataclasses.replace(schedule, core_order=tuple(tuple(o) for o in orders))
     largest = max(int(graph.weight_size[list(w)].sum()) for w in graph.task_weights)
-    tight = LatencyProblem(graph, _Tight(problem.target, largest))
+    tight = PipelineProblem(graph, _Tight(problem.target, largest), 2)
     with pytest.raises(
         ScheduleViolationError,
         match=rf"^core {stage1[0]} needs \d+ resident weight slots but "
         rf"holds {largest}$",
     ):
-        check_pipeline(tight, groups, bad, 2)
+        check_pipeline_schedule(tight, groups, bad)

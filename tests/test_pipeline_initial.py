@@ -7,12 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from raptor_cp.graph import ComputeGraph
-from raptor_cp.pipeline.check import check_pipeline
 from raptor_cp.pipeline.initial import add_spare_cores, initial_pipeline
-from raptor_cp.pipeline.report import task_stage_runs
-from raptor_cp.pipeline.schedule import IntervalEstimate
-from raptor_cp.pipeline_problems import Stage
-from raptor_cp.problems import LatencyProblem
+from raptor_cp.pipeline.plan import IntervalEstimate
+from raptor_cp.problems import Stage
+from raptor_cp.problems.pipeline import PipelineProblem, check_pipeline_schedule
+from raptor_cp.reports.pipeline_selection import task_stage_runs
 from raptor_cp.targets.generic import GenericTarget
 
 
@@ -80,4 +79,5 @@ def test_reuse_first_packing_rescues_what_order_cannot_fit() -> None:
     assert result.packing[0]["packer"] == "stage"
     cores = result.plan.schedule.core.tolist()
     assert cores[0] == cores[2] != cores[1] == cores[3]
-    check_pipeline(LatencyProblem(graph, _Slots(2)), result.plan.groups, result.plan.schedule, 4)
+    problem = PipelineProblem(graph, _Slots(2), 4)
+    check_pipeline_schedule(problem, result.plan.groups, result.plan.schedule)

@@ -14,13 +14,13 @@ from raptor_cp.pipeline.groups import pipeline_groups
 from raptor_cp.pipeline.range_packing import UNAVAILABLE, RangePacker, capacity_reach
 from raptor_cp.pipeline.spans import DependencySpans
 from raptor_cp.pipeline.stage_costs import StageCosts, packing_order
-from raptor_cp.pipeline_problems import (
+from raptor_cp.problems import (
     PackingProblem,
     PackingSolution,
+    Status,
     check_packing,
     packing_demand,
 )
-from raptor_cp.problems import Status
 from raptor_cp.targets.generic import GenericTarget
 
 
@@ -131,7 +131,9 @@ def test_stage_assignment_fits_capacity_and_costs_at_most_the_stage_cost() -> No
         in_problem_order = tuple(
             core[costs.groups.range_tasks(0, 3).tolist().index(t)] for t in order
         )
-        check_packing(problem, PackingSolution(in_problem_order, Status.FEASIBLE, "ordered"))
+        check_packing(
+            problem, PackingSolution(in_problem_order, status=Status.FEASIBLE, solver="ordered")
+        )
         assert max(packing_demand(problem, in_problem_order)) <= costs.packing_cost(0, 3, cores)
         assert evidence["packer"] == "ordered"
 

@@ -10,8 +10,7 @@ import pytest
 
 from raptor_cp.errors import InvalidConfigError
 from raptor_cp.heuristics.prefix_dp import PrefixDpPartitioner, SpareGrid, initial_partition
-from raptor_cp.pipeline_problems import PartitionProblem, Stage, check_partition
-from raptor_cp.problems import Status
+from raptor_cp.problems import PartitionProblem, Stage, Status, check_partition
 
 CostFn = Callable[[int, int, int], "int | None"]
 

@@ -11,6 +11,7 @@ import pytest
 from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.evaluate import evaluate
+from raptor_cp.flows import LatencyResult, Prepared
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems import LatencyProblem, LatencySolution, Status
 from raptor_cp.reports.gantt import write_gantt
@@ -19,6 +20,7 @@ from raptor_cp.reports.schedule_json import FORMAT, FORMAT_VERSION, schedule_doc
 from raptor_cp.reports.trace import trace_document
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.generic import GenericTarget
+from raptor_cp.workload.model import Workload
 
 
 @pytest.fixture
@@ -38,7 +40,7 @@ def fork_join() -> tuple[LatencyProblem, LatencySolution]:
     )
     problem = LatencyProblem(graph, GenericTarget(3, ns_per_byte=1))
     schedule = Schedule(((0, 3), (1,), (2,)), start_ns=[0, 110, 60, 138], scheduler="hand")
-    return problem, LatencySolution(schedule, Status.FEASIBLE, "hand")
+    return problem, LatencySolution(schedule, status=Status.FEASIBLE, solver="hand")
 
 
 def test_dumps_sorts_keys_and_inlines_records() -> None:
@@ -144,7 +146,8 @@ def test_schedule_document_fields(fork_join: tuple[LatencyProblem, LatencySoluti
     problem, solution = fork_join
     evaluation = evaluate(problem, solution.schedule)
     bounds = lower_bounds(problem.graph, problem.target)
-    doc = schedule_document(problem, solution, evaluation, bounds, "toy")
+    prepared = Prepared(Workload("toy", ()), problem.target, problem.graph, lanes=1)
+    doc = schedule_document(LatencyResult(prepared, problem, solution, evaluation, bounds))
     assert doc["format"] == FORMAT and doc["version"] == FORMAT_VERSION
     assert (doc["mode"], doc["model"], doc["target"], doc["scheduler"]) == (
         "latency",

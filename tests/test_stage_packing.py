@@ -10,15 +10,19 @@ import pytest
 
 from raptor_cp.errors import InvalidInstanceError, ScheduleViolationError
 from raptor_cp.heuristics.stage_packing import (
-    CoreCountSolution,
     bin_packing_lower_bound,
-    check_core_count,
     cores_needed,
     fewest_cores,
     pack_stage,
 )
-from raptor_cp.pipeline_problems import PackingProblem, check_packing, packing_demand
-from raptor_cp.problems import Status
+from raptor_cp.problems import (
+    FewestCoresSolution,
+    PackingProblem,
+    Status,
+    check_fewest_cores,
+    check_packing,
+    packing_demand,
+)
 
 
 def brute_force(problem: PackingProblem) -> tuple[int | None, int | None]:
@@ -62,7 +66,7 @@ def test_heuristics_never_beat_brute_force_and_respect_their_bounds(with_edges: 
         packed = pack_stage(problem)
         check_packing(problem, packed)
         counted = fewest_cores(problem)
-        check_core_count(problem, counted)
+        check_fewest_cores(problem, counted)
         if best is None:
             assert packed.core is None and counted.core is None
             continue
@@ -142,7 +146,7 @@ def test_fewest_cores_solves_small_plain_bin_packing() -> None:
     sizes = (6, 6, 6, 4, 4, 4)
     problem = PackingProblem((0,) * 6, tuple((i,) for i in range(6)), sizes, 6, 10)
     solution = fewest_cores(problem)
-    check_core_count(problem, solution)
+    check_fewest_cores(problem, solution)
     assert (solution.objective, solution.status) == (3, Status.OPTIMAL)
 
 
@@ -174,13 +178,13 @@ def test_fewest_cores_can_stay_above_the_optimum() -> None:
     assert (solution.objective, solution.bound, solution.status) == (3, 2, Status.FEASIBLE)
 
 
-def test_check_core_count_rejects_a_wrong_count() -> None:
+def test_check_fewest_cores_rejects_a_wrong_count() -> None:
     problem = PackingProblem((0, 0), ((0,), (1,)), (1, 1), 2, 1, name="bins")
-    wrong = CoreCountSolution((0, 1), Status.FEASIBLE, "test", objective=1)
+    wrong = FewestCoresSolution((0, 1), status=Status.FEASIBLE, solver="test", objective=1)
     with pytest.raises(
         ScheduleViolationError, match=r"^bins: reported 1 cores but the assignment uses 2$"
     ):
-        check_core_count(problem, wrong)
+        check_fewest_cores(problem, wrong)
 
 
 def test_one_core_is_the_whole_stage() -> None:

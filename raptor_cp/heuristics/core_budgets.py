@@ -47,7 +47,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
-from raptor_cp.pipeline_problems import StageCost
+from raptor_cp.problems import StageCost
 
 UNAVAILABLE = np.iinfo(np.int64).max
 """Sentinel for an unavailable stage cost in integer arrays."""

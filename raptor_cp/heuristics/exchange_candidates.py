@@ -48,7 +48,7 @@ from raptor_cp.heuristics.exchange_footprint import estimate_footprint
 from raptor_cp.heuristics.exchange_plan import bsp_makespan_ns, build_exchange_plan
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
-from raptor_cp.solvers import latency_solver
+from raptor_cp.solvers import solve
 from raptor_cp.targets.ipu import IpuTarget
 from raptor_cp.workload.lowering import default_lanes, lower
 from raptor_cp.workload.model import OpKind, Workload
@@ -186,7 +186,7 @@ def scheduled(graph: ComputeGraph, target: IpuTarget, scheduler: str, tiles: int
         When the scheduler finds no schedule on that many tiles.
     """
     budget = target if tiles == target.cores else target.with_tiles(tiles)
-    solution = latency_solver(scheduler).solve(LatencyProblem(graph, budget))
+    solution = solve(LatencyProblem(graph, budget), scheduler)
     if solution.schedule is None:
         raise NotFoundWithinBudgetError(
             f"{graph.name}: {scheduler} found no schedule on {tiles} tiles "

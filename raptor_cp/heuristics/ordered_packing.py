@@ -71,13 +71,14 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
-from raptor_cp.pipeline_problems import PackingProblem, PackingSolution
-from raptor_cp.problems import Status
+from raptor_cp.problems import PackingProblem, PackingSolution, Status
 
 _MORE = -1
 """Run count of a failed probe: more runs than allowed, or a task fits in no run."""
@@ -128,7 +129,12 @@ class OrderedPacking:
         bound = demand_lower_bound(problem)
         status = Status.OPTIMAL if self.cost == bound else Status.FEASIBLE
         return PackingSolution(
-            self.assignment(), status, "ordered", self.cost, bound, details={"runs": self.runs}
+            self.assignment(),
+            status=status,
+            solver="ordered",
+            objective=self.cost,
+            bound=bound,
+            details={"runs": self.runs},
         )
 
 
@@ -151,6 +157,30 @@ def ordered_packing(problem: PackingProblem, cores: int | None = None) -> Ordere
     if search.min_runs > cores:
         return None
     return search.best(cores, search.first)
+
+
+@dataclass(frozen=True)
+class OrderedPacker:
+    """`ordered_packing` as a registered solver of `PackingProblem` (no settings).
+
+    NOT_FOUND when the capacity admits no ordered assignment on ``problem.cores``
+    cores: order alone cannot realise every packing, so this proves nothing.
+    """
+
+    name: ClassVar[str] = "ordered"
+
+    def solve(self, problem: PackingProblem) -> PackingSolution:
+        began = time.perf_counter()
+        found = ordered_packing(problem)
+        if found is None:
+            return PackingSolution(
+                None,
+                status=Status.NOT_FOUND,
+                solver=self.name,
+                bound=demand_lower_bound(problem),
+                wall_s=time.perf_counter() - began,
+            )
+        return dataclasses.replace(found.solution(problem), wall_s=time.perf_counter() - began)
 
 
 def ordered_packing_curve(problem: PackingProblem, max_cores: int) -> list[OrderedPacking | None]:

@@ -71,8 +71,7 @@ import numpy as np
 
 from raptor_cp.errors import InvalidConfigError
 from raptor_cp.heuristics.core_budgets import UNAVAILABLE, CostCache, minimax_budgets
-from raptor_cp.pipeline_problems import PartitionProblem, PartitionSolution, Stage
-from raptor_cp.problems import Status
+from raptor_cp.problems import PartitionProblem, PartitionSolution, Stage, Status
 
 SPARE_UNITS = 16
 """Spare-capacity units of the initialization grid (seeds: at most sixteen)."""
@@ -173,7 +172,11 @@ def initial_partition(
         details["stage_cost_queries"] = cost.queries
         details["reason"] = "no partition whose stages all have an available cost"
         return PartitionSolution(
-            None, Status.NOT_FOUND, "prefix-dp", wall_s=time.perf_counter() - began, details=details
+            None,
+            status=Status.NOT_FOUND,
+            solver="prefix-dp",
+            wall_s=time.perf_counter() - began,
+            details=details,
         )
     stages = tuple(Stage(first, stop, k) for (first, stop), k in zip(ranges, budgets, strict=True))
     costs = [cost(stage.first, stage.stop, stage.cores) for stage in stages]
@@ -184,8 +187,8 @@ def initial_partition(
     exact = grid.exact and details["path"] == "grid"
     return PartitionSolution(
         stages,
-        Status.OPTIMAL if exact else Status.FEASIBLE,
-        "prefix-dp",
+        status=Status.OPTIMAL if exact else Status.FEASIBLE,
+        solver="prefix-dp",
         objective=objective,
         bound=objective if exact else None,
         wall_s=time.perf_counter() - began,

@@ -64,15 +64,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from raptor_cp.errors import InvalidInstanceError, ScheduleViolationError
+from raptor_cp.errors import InvalidInstanceError
 from raptor_cp.heuristics.ordered_packing import demand_lower_bound, ordered_packing
 from raptor_cp.heuristics.resident_packing import pack_resident_weights
-from raptor_cp.pipeline_problems import PackingProblem, PackingSolution, check_packing
-from raptor_cp.problems import HasGap, Status
+from raptor_cp.problems import (
+    FewestCoresProblem,
+    FewestCoresSolution,
+    PackingProblem,
+    PackingSolution,
+    Status,
+)
 
 REBALANCE_CHECK_BUDGET = 1 << 20
 """(task, core) move evaluations one rebalance may spend."""
@@ -128,31 +134,7 @@ def weight_groups(problem: PackingProblem) -> dict[tuple[int, ...], list[int]]:
     return groups
 
 
-@dataclass(frozen=True)
-class CoreCountSolution(HasGap):
-    """Answer of the fewest-cores variant: a core per task using ``objective`` cores."""
-
-    core: tuple[int, ...] | None
-    status: Status
-    solver: str
-    objective: int | None = None
-    """Number of distinct cores used by ``core``."""
-    bound: int | None = None
-    wall_s: float = 0.0
-    details: dict[str, object] = field(default_factory=dict)
-
-
-def check_core_count(problem: PackingProblem, solution: CoreCountSolution) -> None:
-    """`check_packing` on ``problem`` (capacities, core ids) plus the reported core count."""
-    check_packing(problem, PackingSolution(solution.core, solution.status, solution.solver))
-    if solution.core is not None and len(set(solution.core)) != solution.objective:
-        raise ScheduleViolationError(
-            f"{problem.name}: reported {solution.objective} cores but the assignment uses "
-            f"{len(set(solution.core))}"
-        )
-
-
-def fewest_cores(problem: PackingProblem) -> CoreCountSolution:
+def fewest_cores(problem: FewestCoresProblem) -> FewestCoresSolution:
     """Fewest cores (at most ``problem.cores``) holding the tasks' weights: best fit decreasing.
 
     Tasks with the same weight set always share a core (they add no slots), so
@@ -165,10 +147,13 @@ def fewest_cores(problem: PackingProblem) -> CoreCountSolution:
     began = time.perf_counter()
     bound = cores_needed(problem)
     if bound > problem.cores:
-        return CoreCountSolution(
-            None, Status.INFEASIBLE, "fewest-cores", bound=bound,
+        return FewestCoresSolution(
+            None,
+            status=Status.INFEASIBLE,
+            solver="fewest-cores",
+            bound=bound,
             wall_s=time.perf_counter() - began,
-        )  # fmt: skip
+        )
     groups = weight_groups(problem)
     sets = sorted(groups, key=lambda s: (-sum(problem.weight_size[w] for w in s), groups[s][0]))
 
@@ -190,7 +175,15 @@ def fewest_cores(problem: PackingProblem) -> CoreCountSolution:
     wall = time.perf_counter() - began
     details: dict[str, object] = {"attempts": attempts}
     if best is None:
-        return CoreCountSolution(None, Status.NOT_FOUND, "fewest-cores", None, bound, wall, details)
+        return FewestCoresSolution(
+            None,
+            status=Status.NOT_FOUND,
+            solver="fewest-cores",
+            objective=None,
+            bound=bound,
+            wall_s=wall,
+            details=details,
+        )
     relabel = {p: i for i, p in enumerate(dict.fromkeys(best))}
     core = [0] * problem.num_tasks
     for s, p in zip(sets, best, strict=True):
@@ -198,7 +191,15 @@ def fewest_cores(problem: PackingProblem) -> CoreCountSolution:
             core[t] = relabel[p]
     used = len(relabel)
     status = Status.OPTIMAL if used == bound else Status.FEASIBLE
-    return CoreCountSolution(tuple(core), status, "fewest-cores", used, bound, wall, details)
+    return FewestCoresSolution(
+        tuple(core),
+        status=status,
+        solver="fewest-cores",
+        objective=used,
+        bound=bound,
+        wall_s=wall,
+        details=details,
+    )
 
 
 def pack_stage(problem: PackingProblem) -> PackingSolution:
@@ -209,7 +210,15 @@ def pack_stage(problem: PackingProblem) -> PackingSolution:
     if needed > problem.cores:
         details: dict[str, object] = {"cores_needed": needed}
         wall = time.perf_counter() - began
-        return PackingSolution(None, Status.INFEASIBLE, "stage", None, None, wall, details)
+        return PackingSolution(
+            None,
+            status=Status.INFEASIBLE,
+            solver="stage",
+            objective=None,
+            bound=None,
+            wall_s=wall,
+            details=details,
+        )
     candidates: dict[str, _Assignment] = {}
     ordered = ordered_packing(problem)
     if ordered is not None:
@@ -237,7 +246,15 @@ def pack_stage(problem: PackingProblem) -> PackingSolution:
             candidates["recovery"] = _Assignment.from_cores(problem, tuple(core))
     if not candidates:
         wall = time.perf_counter() - began
-        return PackingSolution(None, Status.NOT_FOUND, "stage", None, bound, wall, details)
+        return PackingSolution(
+            None,
+            status=Status.NOT_FOUND,
+            solver="stage",
+            objective=None,
+            bound=bound,
+            wall_s=wall,
+            details=details,
+        )
     constructed = {name: int(a.demand.max(initial=0)) for name, a in candidates.items()}
     moves = {name: a.rebalance(REBALANCE_CHECK_BUDGET) for name, a in candidates.items()}
     final = {name: int(a.demand.max(initial=0)) for name, a in candidates.items()}
@@ -247,7 +264,35 @@ def pack_stage(problem: PackingProblem) -> PackingSolution:
     status = Status.OPTIMAL if objective == bound else Status.FEASIBLE
     core = tuple(candidates[winner].core.tolist())
     wall = time.perf_counter() - began
-    return PackingSolution(core, status, "stage", objective, bound, wall, details)
+    return PackingSolution(
+        core,
+        status=status,
+        solver="stage",
+        objective=objective,
+        bound=bound,
+        wall_s=wall,
+        details=details,
+    )
+
+
+@dataclass(frozen=True)
+class StagePacker:
+    """`pack_stage` as a registered solver of `PackingProblem` (no settings)."""
+
+    name: ClassVar[str] = "stage"
+
+    def solve(self, problem: PackingProblem) -> PackingSolution:
+        return pack_stage(problem)
+
+
+@dataclass(frozen=True)
+class FewestCoresPacker:
+    """`fewest_cores` as a registered solver of `FewestCoresProblem` (no settings)."""
+
+    name: ClassVar[str] = "fewest-cores"
+
+    def solve(self, problem: FewestCoresProblem) -> FewestCoresSolution:
+        return fewest_cores(problem)
 
 
 def _reuse_order(problem: PackingProblem) -> list[int]:

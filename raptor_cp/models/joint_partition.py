@@ -3,7 +3,7 @@
 The production path splits pipeline mode in two: packing curves per stage
 (``stage_cost(first, stop, cores)``) and a partition over those curves
 (`raptor_cp.heuristics.prefix_dp`). `CpSatJointModel` decides the stage cuts
-and every task's core together on a `JointProblem`, and `joint_audit` compares
+and every task's core together on a `JointProblem`, and `raptor_cp.audit.joint` compares
 it with the prefix DP over a given packer's curves. Since each core belongs to
 one stage, the joint optimum equals the partition optimum over *exact* packing
 curves; the audit's difference therefore measures the packer's and the
@@ -29,178 +29,25 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
-from raptor_cp.errors import InvalidInstanceError, RaptorError, ScheduleViolationError
-from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, initial_partition
+from raptor_cp.errors import RaptorError
 from raptor_cp.models.solve import CpSatRun, SolveSettings, run_cpsat
-from raptor_cp.pipeline_problems import (
-    PackingProblem,
-    PackingSolution,
-    PartitionProblem,
-    PartitionSolution,
+from raptor_cp.problems import (
+    JointProblem,
+    JointSolution,
     Stage,
-    check_packing,
-    check_partition,
-    packing_demand,
+    Status,
+    check_joint,
 )
-from raptor_cp.problems import HasGap, Status
+from raptor_cp.problems.joint import joint_demand
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
 
 DEFAULT_MAX_SIZE = 4_000
 """Literals above which the joint model is refused (see `CpSatJointModel.size`)."""
-
-Task = tuple[int, tuple[int, ...]]
-"""``(load ns, weight ids)`` of one task of a `JointProblem`."""
-
-
-@dataclass(frozen=True)
-class JointProblem:
-    """Ordered groups of tasks onto ``cores`` cores cut into at most ``max_stages`` stages.
-
-    Each core belongs to at most one stage; a stage's tasks sit on its cores,
-    whose distinct weights must fit ``capacity``; the objective is the maximum
-    per-core demand: compute load plus, for each edge ``(a, b, ns)`` whose tasks
-    are in the same stage on different cores, ``ns`` on both cores (the seeds'
-    incident same-stage transfer proxy, as `PackingProblem` charges it; a
-    cross-stage edge is not part of any stage's cost). Tasks are numbered in
-    group order (group 0's first).
-    """
-
-    groups: tuple[tuple[Task, ...], ...]
-    weight_size: tuple[int, ...]
-    cores: int
-    capacity: int
-    max_stages: int
-    edges: tuple[tuple[int, int, int], ...] = ()
-    name: str = "joint"
-
-    def __post_init__(self) -> None:
-        if not self.groups or any(not group for group in self.groups):
-            raise InvalidInstanceError(f"{self.name}: needs groups, each with at least one task")
-        if self.max_stages < 1:
-            raise InvalidInstanceError(f"{self.name}: pipeline depth must be >= 1")
-        self.segment_packing(0, len(self.groups), self.cores)  # validates cores, tasks, edges
-
-    @cached_property
-    def group_start(self) -> tuple[int, ...]:
-        """Index of each group's first task, then the task count."""
-        starts = [0]
-        for group in self.groups:
-            starts.append(starts[-1] + len(group))
-        return tuple(starts)
-
-    @cached_property
-    def tasks(self) -> tuple[Task, ...]:
-        """Every task, in group order."""
-        return tuple(task for group in self.groups for task in group)
-
-    @cached_property
-    def group_of(self) -> tuple[int, ...]:
-        """The group of each task."""
-        return tuple(g for g, group in enumerate(self.groups) for _ in group)
-
-    @property
-    def num_tasks(self) -> int:
-        return self.group_start[-1]
-
-    def segment_packing(self, first: int, stop: int, cores: int) -> PackingProblem:
-        """The packing problem of groups ``[first, stop)`` on ``cores`` cores (its edges)."""
-        low, high = self.group_start[first], self.group_start[stop]
-        tasks = self.tasks[low:high]
-        return PackingProblem(
-            loads=tuple(load for load, _ in tasks),
-            task_weights=tuple(weights for _, weights in tasks),
-            weight_size=self.weight_size,
-            cores=cores,
-            capacity=self.capacity,
-            edges=tuple(
-                (a - low, b - low, ns)
-                for a, b, ns in self.edges
-                if low <= min(a, b) and max(a, b) < high
-            ),
-            name=f"{self.name}[{first}:{stop}]",
-        )
-
-    def partition_problem(self, pack: Callable[[PackingProblem], int | None]) -> PartitionProblem:
-        """The partition over ``pack``'s curves: a segment's cost is ``pack`` of its packing."""
-        return PartitionProblem(
-            num_groups=len(self.groups),
-            cores=self.cores,
-            max_stages=self.max_stages,
-            stage_cost=lambda first, stop, k: pack(self.segment_packing(first, stop, k)),
-            name=self.name,
-        )
-
-
-@dataclass(frozen=True)
-class JointSolution(HasGap):
-    """Stages and a core per task; stage ``i`` owns the next ``stages[i].cores`` cores."""
-
-    stages: tuple[Stage, ...] | None
-    core: tuple[int, ...] | None
-    status: Status
-    solver: str
-    objective: int | None = None
-    """Maximum per-core demand (`joint_demand`)."""
-    bound: int | None = None
-    wall_s: float = 0.0
-    details: dict[str, object] = field(default_factory=dict)
-
-
-def check_joint(problem: JointProblem, solution: JointSolution) -> None:
-    """Validate stages (as `check_partition` does), core blocks, capacities and the objective."""
-    if solution.stages is None:
-        return
-    core = solution.core
-    if core is None or len(core) != problem.num_tasks:
-        raise ScheduleViolationError(f"{problem.name}: needs one core for each task")
-    block: dict[int, int] = {}
-    running = 0
-    for stage in solution.stages:
-        block[stage.first] = running
-        running += stage.cores
-
-    def stage_demand(first: int, stop: int, cores: int) -> int:
-        """Max core demand of one stage; `check_partition` calls it once the stages are valid."""
-        base = block[first]
-        local = []
-        for t in range(problem.group_start[first], problem.group_start[stop]):
-            if not base <= core[t] < base + cores:
-                raise ScheduleViolationError(
-                    f"{problem.name}: task {t} on core {core[t]}, outside its stage's cores "
-                    f"[{base}, {base + cores})"
-                )
-            local.append(core[t] - base)
-        packing = problem.segment_packing(first, stop, cores)
-        check_packing(packing, PackingSolution(tuple(local), solution.status, solution.solver))
-        return max(packing_demand(packing, tuple(local)))
-
-    partition = PartitionProblem(
-        len(problem.groups), problem.cores, problem.max_stages, stage_demand, problem.name
-    )
-    check_partition(
-        partition,
-        PartitionSolution(solution.stages, solution.status, solution.solver, solution.objective),
-    )
-
-
-def joint_demand(problem: JointProblem, group_stage: list[int], core: tuple[int, ...]) -> int:
-    """Maximum per-core demand of a placement, given each group's stage index."""
-    demand = [0] * problem.cores
-    for (load, _), p in zip(problem.tasks, core, strict=True):
-        demand[p] += load
-    for a, b, ns in problem.edges:
-        same_stage = group_stage[problem.group_of[a]] == group_stage[problem.group_of[b]]
-        if same_stage and core[a] != core[b]:
-            demand[core[a]] += ns
-            demand[core[b]] += ns
-    return max(demand)
 
 
 @dataclass(frozen=True)
@@ -219,12 +66,9 @@ class JointVars:
 class CpSatJointModel:
     """Exact joint stage cuts and task placement of a tiny `JointProblem`."""
 
-    name: ClassVar[str] = "cpsat-joint"
+    name: ClassVar[str] = "cpsat"
 
-    time_limit_s: float = 10.0
-    workers: int = 8
-    seed: int = 0
-    deterministic: bool = True
+    settings: SolveSettings = field(default_factory=SolveSettings)
     max_size: int = DEFAULT_MAX_SIZE
 
     def size(self, problem: JointProblem) -> int:
@@ -240,7 +84,7 @@ class CpSatJointModel:
         Raises `RaptorError` when the model would exceed ``max_size`` literals.
         """
         began = time.perf_counter()
-        settings = SolveSettings(self.time_limit_s, self.workers, self.seed, self.deterministic)
+        settings = self.settings
         model, variables = self.build(problem)
         solution = self.extract(run_cpsat(model, settings), variables)
         return dataclasses.replace(solution, wall_s=time.perf_counter() - began)
@@ -324,8 +168,8 @@ class CpSatJointModel:
             return JointSolution(
                 None,
                 None,
-                run.status,
-                self.name,
+                status=run.status,
+                solver=self.name,
                 bound=run.bound,
                 wall_s=run.wall_s,
                 details=details,
@@ -345,60 +189,13 @@ class CpSatJointModel:
         solution = JointSolution(
             tuple(stages),
             core,
-            Status.OPTIMAL if objective == run.bound else Status.FEASIBLE,
-            self.name,
-            objective,
-            run.bound,
-            run.wall_s,
-            details,
+            status=Status.OPTIMAL if objective == run.bound else Status.FEASIBLE,
+            solver=self.name,
+            objective=objective,
+            bound=run.bound,
+            wall_s=run.wall_s,
+            details=details,
         )
         check_joint(problem, solution)
         assert run.objective is not None and objective <= run.objective
         return solution
-
-
-def joint_audit(
-    problem: JointProblem,
-    pack: Callable[[PackingProblem], int | None],
-    model: CpSatJointModel | None = None,
-    spare_units: int = SPARE_UNITS,
-) -> dict[str, object]:
-    """The joint CP-SAT optimum against the prefix DP over ``pack``'s packing curves.
-
-    ``splitting_loss`` is the DP objective minus the joint objective (when both
-    exist and the joint model proved its optimum): what the packer's curves and
-    the quantized grid cost. ``disagreements`` lists a DP objective below the
-    joint bound (the packer reported a cost no placement achieves) and a DP
-    that found nothing where the joint model found a placement.
-    """
-    model = model or CpSatJointModel()
-    partition = problem.partition_problem(pack)
-    dp = initial_partition(partition, spare_units)
-    check_partition(partition, dp)
-    joint = model.solve(problem)
-    disagreements = []
-    if dp.objective is not None and joint.bound is not None and dp.objective < joint.bound:
-        disagreements.append(f"dp objective {dp.objective} below the joint bound {joint.bound}")
-    if dp.stages is None and joint.stages is not None:
-        disagreements.append("dp found no partition where the joint model found a placement")
-    splitting_loss = None
-    if joint.status == Status.OPTIMAL and dp.objective is not None and joint.objective is not None:
-        splitting_loss = dp.objective - joint.objective
-    return {
-        "instance": problem.name,
-        "tasks": problem.num_tasks,
-        "groups": len(problem.groups),
-        "cores": problem.cores,
-        "dp_status": dp.status.value,
-        "dp_objective": dp.objective,
-        "dp_stages": None if dp.stages is None else [dataclasses.astuple(s) for s in dp.stages],
-        "joint_status": joint.status.value,
-        "joint_objective": joint.objective,
-        "joint_bound": joint.bound,
-        "joint_stages": (
-            None if joint.stages is None else [dataclasses.astuple(s) for s in joint.stages]
-        ),
-        "joint_wall_s": joint.wall_s,
-        "splitting_loss": splitting_loss,
-        "disagreements": disagreements,
-    }

@@ -48,17 +48,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from raptor_cp.bounds import lower_bounds
-from raptor_cp.check import check
 from raptor_cp.errors import NotFoundWithinBudgetError, RaptorError, ScheduleViolationError
 from raptor_cp.evaluate import evaluate
 from raptor_cp.models.solve import CpSatRun, SolveSettings, run_cpsat
 from raptor_cp.problems import LatencyProblem, LatencySolution, Status
+from raptor_cp.problems.latency import check_schedule
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import UNLIMITED_CAPACITY
 
@@ -177,8 +177,8 @@ class CpSatLatencyModel:
 
     Parameters
     ----------
-    time_limit_s, workers, seed, deterministic:
-        Search settings, see `raptor_cp.models.solve.SolveSettings`.
+    settings:
+        Search budget and reproducibility (`raptor_cp.models.solve.SolveSettings`).
     hint_with:
         Registry name of the heuristic whose schedule hints the search when
         `solve` gets no explicit hint; None for no hint.
@@ -188,16 +188,9 @@ class CpSatLatencyModel:
 
     name: ClassVar[str] = "cpsat"
 
-    time_limit_s: float = 10.0
-    workers: int = 8
-    seed: int = 0
-    deterministic: bool = True
+    settings: SolveSettings = field(default_factory=SolveSettings)
     hint_with: str | None = "peft"
     max_size: int = DEFAULT_MAX_SIZE
-
-    @property
-    def settings(self) -> SolveSettings:
-        return SolveSettings(self.time_limit_s, self.workers, self.seed, self.deterministic)
 
     def plan(self, problem: LatencyProblem) -> LatencyModelPlan:
         """The formulation and size this model would use for ``problem``."""
@@ -362,7 +355,12 @@ class CpSatLatencyModel:
         bound = None if run.bound is None else max(run.bound, trivial)
         if not run.has_solution:
             return LatencySolution(
-                None, run.status, self.name, bound=bound, wall_s=run.wall_s, details=details
+                None,
+                status=run.status,
+                solver=self.name,
+                bound=bound,
+                wall_s=run.wall_s,
+                details=details,
             )
         solver = run.solver
         cores = problem.target.cores
@@ -376,7 +374,7 @@ class CpSatLatencyModel:
         for t in sorted(range(len(core)), key=lambda t: (start[t], end[t], variables.topo_rank[t])):
             orders[core[t]].append(t)
         schedule = Schedule(tuple(tuple(o) for o in orders), np.array(start), self.name)
-        check(problem, schedule)
+        check_schedule(problem, schedule)
         makespan = evaluate(problem, schedule).makespan_ns
         assert run.objective is not None and bound is not None
         if makespan > run.objective or (run.status == Status.OPTIMAL and makespan != run.objective):
@@ -390,15 +388,23 @@ class CpSatLatencyModel:
                 f"schedule of {makespan} ns"
             )
         status = Status.OPTIMAL if makespan == bound else Status.FEASIBLE
-        return LatencySolution(schedule, status, self.name, makespan, bound, run.wall_s, details)
+        return LatencySolution(
+            schedule,
+            status=status,
+            solver=self.name,
+            objective=makespan,
+            bound=bound,
+            wall_s=run.wall_s,
+            details=details,
+        )
 
 
 def _heuristic_hint(problem: LatencyProblem, solver_name: str) -> tuple[Schedule | None, str]:
     """The schedule of registry solver ``solver_name``, or None with the reason."""
-    from raptor_cp.solvers import latency_solver
+    from raptor_cp.solvers import solve
 
     try:
-        solution = latency_solver(solver_name).solve(problem)
+        solution = solve(problem, solver_name)
     except NotFoundWithinBudgetError as error:
         return None, f"{solver_name} found none: {error}"
     if solution.schedule is None:
@@ -415,7 +421,7 @@ def _add_hint(model: cp_model.CpModel, variables: LatencyVars, hint: Schedule) -
     """
     problem = variables.problem
     try:
-        check(problem, hint)
+        check_schedule(problem, hint)
     except ScheduleViolationError as error:
         return f"{hint.scheduler} rejected: {error}"
     timing = evaluate(problem, hint)

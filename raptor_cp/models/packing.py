@@ -49,27 +49,27 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from raptor_cp.errors import RaptorError, ScheduleViolationError
 from raptor_cp.heuristics.ordered_packing import demand_lower_bound
 from raptor_cp.heuristics.stage_packing import (
-    CoreCountSolution,
-    check_core_count,
     cores_needed,
     fewest_cores,
     pack_stage,
     weight_groups,
 )
 from raptor_cp.models.solve import CpSatRun, SolveSettings, run_cpsat
-from raptor_cp.pipeline_problems import (
+from raptor_cp.problems import (
+    FewestCoresSolution,
     PackingProblem,
     PackingSolution,
+    Status,
+    check_fewest_cores,
     check_packing,
     packing_demand,
 )
-from raptor_cp.problems import Status
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -115,8 +115,8 @@ class CpSatPackingModel:
 
     Parameters
     ----------
-    time_limit_s, workers, seed, deterministic:
-        Search settings, see `raptor_cp.models.solve.SolveSettings`.
+    settings:
+        Search budget and reproducibility (`raptor_cp.models.solve.SolveSettings`).
     use_hint:
         Hint the search with `pack_stage` (and cap the objective at its value)
         when `solve` gets no explicit hint.
@@ -124,18 +124,11 @@ class CpSatPackingModel:
         Model-size limit above which `build` refuses the instance.
     """
 
-    name: ClassVar[str] = "cpsat-packing"
+    name: ClassVar[str] = "cpsat"
 
-    time_limit_s: float = 10.0
-    workers: int = 8
-    seed: int = 0
-    deterministic: bool = True
+    settings: SolveSettings = field(default_factory=SolveSettings)
     use_hint: bool = True
     max_size: int = DEFAULT_MAX_SIZE
-
-    @property
-    def settings(self) -> SolveSettings:
-        return SolveSettings(self.time_limit_s, self.workers, self.seed, self.deterministic)
 
     def solve(
         self, problem: PackingProblem, hint: PackingSolution | None = None
@@ -151,7 +144,15 @@ class CpSatPackingModel:
         if core is not None and upper == lower:
             details = {"hint": note, "search": SKIPPED}
             wall = time.perf_counter() - began
-            return PackingSolution(core, Status.OPTIMAL, self.name, upper, lower, wall, details)
+            return PackingSolution(
+                core,
+                status=Status.OPTIMAL,
+                solver=self.name,
+                objective=upper,
+                bound=lower,
+                wall_s=wall,
+                details=details,
+            )
         model, variables = self.build(problem, upper)
         if core is not None:
             _add_hint(model, variables, core)
@@ -207,7 +208,15 @@ class CpSatPackingModel:
         details = _run_details(run, variables)
         bound = None if run.bound is None else max(run.bound, variables.lower)
         if not run.has_solution:
-            return PackingSolution(None, run.status, self.name, None, bound, run.wall_s, details)
+            return PackingSolution(
+                None,
+                status=run.status,
+                solver=self.name,
+                objective=None,
+                bound=bound,
+                wall_s=run.wall_s,
+                details=details,
+            )
         core = _cores(run, variables)
         objective = max(packing_demand(problem, core), default=0)
         assert run.objective is not None and bound is not None
@@ -219,7 +228,15 @@ class CpSatPackingModel:
                 f"packing_demand {objective}"
             )
         status = Status.OPTIMAL if objective == bound else Status.FEASIBLE
-        solution = PackingSolution(core, status, self.name, objective, bound, run.wall_s, details)
+        solution = PackingSolution(
+            core,
+            status=status,
+            solver=self.name,
+            objective=objective,
+            bound=bound,
+            wall_s=run.wall_s,
+            details=details,
+        )
         check_packing(problem, solution)
         return solution
 
@@ -231,22 +248,15 @@ class CpSatBinPackingModel:
     Parameters are those of `CpSatPackingModel`; the hint comes from `fewest_cores`.
     """
 
-    name: ClassVar[str] = "cpsat-binpacking"
+    name: ClassVar[str] = "cpsat"
 
-    time_limit_s: float = 10.0
-    workers: int = 8
-    seed: int = 0
-    deterministic: bool = True
+    settings: SolveSettings = field(default_factory=SolveSettings)
     use_hint: bool = True
     max_size: int = DEFAULT_MAX_SIZE
 
-    @property
-    def settings(self) -> SolveSettings:
-        return SolveSettings(self.time_limit_s, self.workers, self.seed, self.deterministic)
-
     def solve(
-        self, problem: PackingProblem, hint: CoreCountSolution | None = None
-    ) -> CoreCountSolution:
+        self, problem: PackingProblem, hint: FewestCoresSolution | None = None
+    ) -> FewestCoresSolution:
         """Minimise the cores used; the status says what was proved."""
         began = time.perf_counter()
         settings = self.settings
@@ -255,7 +265,7 @@ class CpSatBinPackingModel:
         core, note = None, "none"
         if hint is not None and hint.core is not None:
             try:
-                check_core_count(problem, hint)
+                check_fewest_cores(problem, hint)
             except ScheduleViolationError as error:
                 note = f"{hint.solver} rejected: {error}"
             else:
@@ -264,10 +274,15 @@ class CpSatBinPackingModel:
         if core is not None and len(set(core)) == lower:
             label = {p: i for i, p in enumerate(dict.fromkeys(core))}
             details = {"hint": note, "search": SKIPPED}
-            return CoreCountSolution(
-                tuple(label[p] for p in core), Status.OPTIMAL, self.name, lower, lower,
-                time.perf_counter() - began, details,
-            )  # fmt: skip
+            return FewestCoresSolution(
+                tuple(label[p] for p in core),
+                status=Status.OPTIMAL,
+                solver=self.name,
+                objective=lower,
+                bound=lower,
+                wall_s=time.perf_counter() - began,
+                details=details,
+            )
         model, variables = self.build(problem, None if core is None else len(set(core)))
         if core is not None:
             group = {t: i for i, tasks in enumerate(variables.items) for t in tasks}
@@ -304,13 +319,21 @@ class CpSatBinPackingModel:
         )
         return model, variables
 
-    def extract(self, run: CpSatRun, variables: PackingVars) -> CoreCountSolution:
-        """A checked `CoreCountSolution` (cores relabelled ``0..used-1``)."""
+    def extract(self, run: CpSatRun, variables: PackingVars) -> FewestCoresSolution:
+        """A checked `FewestCoresSolution` (cores relabelled ``0..used-1``)."""
         problem = variables.problem
         details = _run_details(run, variables)
         bound = variables.lower if run.bound is None else max(run.bound, variables.lower)
         if not run.has_solution:
-            return CoreCountSolution(None, run.status, self.name, None, bound, run.wall_s, details)
+            return FewestCoresSolution(
+                None,
+                status=run.status,
+                solver=self.name,
+                objective=None,
+                bound=bound,
+                wall_s=run.wall_s,
+                details=details,
+            )
         core = _cores(run, variables)
         label = {p: i for i, p in enumerate(dict.fromkeys(core))}
         core = tuple(label[p] for p in core)
@@ -322,8 +345,16 @@ class CpSatBinPackingModel:
                 f"{used} cores used"
             )
         status = Status.OPTIMAL if used == bound else Status.FEASIBLE
-        solution = CoreCountSolution(core, status, self.name, used, bound, run.wall_s, details)
-        check_core_count(problem, solution)
+        solution = FewestCoresSolution(
+            core,
+            status=status,
+            solver=self.name,
+            objective=used,
+            bound=bound,
+            wall_s=run.wall_s,
+            details=details,
+        )
+        check_fewest_cores(problem, solution)
         return solution
 
 

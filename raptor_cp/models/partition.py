@@ -1,10 +1,10 @@
-"""CP-SAT twin of the pipeline partition, and its audit against the prefix DP.
+"""CP-SAT twin of the pipeline partition.
 
 `CpSatPartitionModel` solves the same `PartitionProblem` as
 `raptor_cp.heuristics.prefix_dp.initial_partition` exactly over the tabulated
-curves; `partition_audit` puts the two side by side and measures the DP's
-quantization loss. (The joint partition + packing model of tiny instances is
-`raptor_cp.models.joint_partition`.)
+curves; `raptor_cp.audit.partition` puts the two side by side and measures the
+DP's quantization loss. (The joint partition + packing model of tiny instances
+is `raptor_cp.models.joint_partition`.)
 
 Model (a path of stages through the group boundaries)
 -----------------------------------------------------
@@ -27,20 +27,20 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from raptor_cp.errors import RaptorError
 from raptor_cp.heuristics.core_budgets import CostCache
-from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, initial_partition
+from raptor_cp.heuristics.prefix_dp import initial_partition
 from raptor_cp.models.solve import CpSatRun, SolveSettings, run_cpsat
-from raptor_cp.pipeline_problems import (
+from raptor_cp.problems import (
     PartitionProblem,
     PartitionSolution,
     Stage,
+    Status,
     check_partition,
 )
-from raptor_cp.problems import Status, relative_gap
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -70,18 +70,11 @@ class PartitionVars:
 class CpSatPartitionModel:
     """Exact partition over the tabulated stage costs (see the module docstring)."""
 
-    name: ClassVar[str] = "cpsat-partition"
+    name: ClassVar[str] = "cpsat"
 
-    time_limit_s: float = 10.0
-    workers: int = 8
-    seed: int = 0
-    deterministic: bool = True
+    settings: SolveSettings = field(default_factory=SolveSettings)
     hint_with_dp: bool = True
     max_entries: int = DEFAULT_MAX_ENTRIES
-
-    @property
-    def settings(self) -> SolveSettings:
-        return SolveSettings(self.time_limit_s, self.workers, self.seed, self.deterministic)
 
     def solve(self, problem: PartitionProblem) -> PartitionSolution:
         """Minimise the maximum stage cost; the prefix DP's partition hints the search.
@@ -155,7 +148,12 @@ class CpSatPartitionModel:
         }
         if not run.has_solution:
             return PartitionSolution(
-                None, run.status, self.name, bound=run.bound, wall_s=run.wall_s, details=details
+                None,
+                status=run.status,
+                solver=self.name,
+                bound=run.bound,
+                wall_s=run.wall_s,
+                details=details,
             )
         chosen = {
             f: (t, k, c)
@@ -171,12 +169,12 @@ class CpSatPartitionModel:
         objective = max(chosen[s.first][2] for s in stages)
         solution = PartitionSolution(
             tuple(stages),
-            Status.OPTIMAL if objective == run.bound else Status.FEASIBLE,
-            self.name,
-            objective,
-            run.bound,
-            run.wall_s,
-            details,
+            status=Status.OPTIMAL if objective == run.bound else Status.FEASIBLE,
+            solver=self.name,
+            objective=objective,
+            bound=run.bound,
+            wall_s=run.wall_s,
+            details=details,
         )
         check_partition(problem, solution)
         assert run.objective is not None and objective <= run.objective
@@ -200,70 +198,3 @@ def _hint_partition(
     for i, literal in enumerate(variables.x):
         model.add_hint(literal, i in picked)
     model.add_hint(variables.worst, max(variables.arcs[i][3] for i in picked))
-
-
-def partition_audit(
-    problem: PartitionProblem,
-    model: CpSatPartitionModel | None = None,
-    spare_units: int = SPARE_UNITS,
-) -> dict[str, object]:
-    """The prefix DP against CP-SAT and the unquantized DP on one problem.
-
-    ``quantization_loss`` is the DP objective minus the unquantized optimum
-    (the DP with ``spare_units = P - 1``, exact); both exact solvers run only
-    when the instance has at most ``model.max_entries`` stage-cost entries
-    (``cpsat_skipped`` says why not). ``disagreements`` lists evidence of a bug:
-    the DP below CP-SAT's bound, the exact DP unequal to a proved CP-SAT
-    optimum, a partition found where the other side proved there is none, or
-    the DP finding none where CP-SAT found one.
-    """
-    model = model or CpSatPartitionModel()
-    cost = CostCache(problem.stage_cost)  # one table for all three solvers
-    problem = dataclasses.replace(problem, stage_cost=cost)
-    dp = initial_partition(problem, spare_units)
-    check_partition(problem, dp)
-    record: dict[str, object] = {
-        "instance": problem.name,
-        "groups": problem.num_groups,
-        "cores": problem.cores,
-        "max_stages": problem.max_stages,
-        "dp_status": dp.status.value,
-        "dp_objective": dp.objective,
-        "dp_grid_objective": dp.details["grid_objective"],
-        "dp_path": dp.details["path"],
-        "dp_unit_cores": dp.details["unit_cores"],
-        "dp_wall_s": dp.wall_s,
-    }
-    entries = partition_entries(problem)
-    if entries > model.max_entries:
-        record["cpsat_skipped"] = f"{entries} stage-cost entries > max_entries {model.max_entries}"
-        return record
-    exact = initial_partition(problem, max(problem.cores - 1, 0))
-    cpsat = model.solve(problem)
-    loss = (
-        None if dp.objective is None or exact.objective is None else dp.objective - exact.objective
-    )
-    disagreements = []
-    if dp.objective is not None and cpsat.bound is not None and dp.objective < cpsat.bound:
-        disagreements.append(f"dp objective {dp.objective} below cpsat bound {cpsat.bound}")
-    if cpsat.status == Status.OPTIMAL and exact.objective != cpsat.objective:
-        disagreements.append(f"exact dp {exact.objective} != cpsat optimum {cpsat.objective}")
-    if cpsat.status == Status.INFEASIBLE and exact.stages is not None:
-        disagreements.append("exact dp found a partition cpsat proved infeasible")
-    if dp.stages is None and cpsat.stages is not None:
-        disagreements.append("dp found no partition where cpsat found one")
-    record.update(
-        {
-            "exact_dp_objective": exact.objective,
-            "cpsat_status": cpsat.status.value,
-            "cpsat_objective": cpsat.objective,
-            "cpsat_bound": cpsat.bound,
-            "cpsat_wall_s": cpsat.wall_s,
-            "cpsat_skipped": None,
-            "quantization_loss": loss,
-            "quantization_loss_rel": relative_gap(dp.objective, exact.objective),
-            "stage_cost_queries": cost.queries,
-            "disagreements": disagreements,
-        }
-    )
-    return record

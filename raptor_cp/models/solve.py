@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from raptor_cp.errors import InvalidConfigError, RaptorError
-from raptor_cp.problems import HasGap, Status
+from raptor_cp.problems import Status, relative_gap
 
 WALL_CAP_FACTOR = 10
 """Deterministic runs stop after this many times their budget in wall seconds..."""
@@ -84,7 +84,7 @@ class SolveSettings:
 
 
 @dataclass(frozen=True)
-class CpSatRun(HasGap):
+class CpSatRun:
     """The outcome of one CP-SAT run, on the project's status scale.
 
     ``objective`` and ``bound`` are integers because every raptor-cp objective is
@@ -102,6 +102,11 @@ class CpSatRun(HasGap):
     solver: cp_model.CpSolver
     wall_capped: bool = False
     """True when the wall-clock safeguard, not the deterministic budget, ended the run."""
+
+    @property
+    def gap(self) -> float | None:
+        """``|objective - bound| / |objective|`` (see `relative_gap`)."""
+        return relative_gap(self.objective, self.bound)
 
     @property
     def has_solution(self) -> bool:

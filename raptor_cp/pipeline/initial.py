@@ -29,15 +29,22 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import ClassVar
 
 from raptor_cp.errors import InvalidConfigError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, SpareGrid, initial_partition
 from raptor_cp.pipeline.groups import pipeline_groups
-from raptor_cp.pipeline.schedule import PipelinePlan, assemble_pipeline
+from raptor_cp.pipeline.plan import PipelinePlan, assemble_pipeline
 from raptor_cp.pipeline.stage_costs import StageCosts
-from raptor_cp.pipeline_problems import PartitionProblem, PartitionSolution, Stage
-from raptor_cp.problems import Status
+from raptor_cp.problems import (
+    PartitionProblem,
+    PartitionSolution,
+    PipelineProblem,
+    PipelineSolution,
+    Stage,
+    Status,
+)
 from raptor_cp.targets.base import SchedulingTarget
 
 
@@ -53,6 +60,31 @@ class InitialPipeline:
     """Per stage: the constructive packing's evidence (`StageCosts.assignment`)."""
     phase_times_s: dict[str, float] = field(default_factory=dict)
     work: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class InitialPipelineSolver:
+    """`initial_pipeline` as the registered solver of `PipelineProblem`.
+
+    The initial partition is the selected schedule: its ``objective`` is the
+    plan's interval estimate and its status FEASIBLE (nothing is proved).
+    """
+
+    name: ClassVar[str] = "initial"
+
+    spare_units: int = SPARE_UNITS
+
+    def solve(self, problem: PipelineProblem) -> PipelineSolution:
+        began = time.perf_counter()
+        result = initial_pipeline(problem.graph, problem.target, problem.depth, self.spare_units)
+        return PipelineSolution(
+            result.plan,
+            selection=result,
+            status=Status.FEASIBLE,
+            solver=self.name,
+            objective=result.plan.interval_ns,
+            wall_s=time.perf_counter() - began,
+        )
 
 
 def partition_problem(
@@ -111,8 +143,8 @@ def single_stage_fallback(
     """
     return PartitionSolution(
         (Stage(0, problem.num_groups, problem.cores),),
-        Status.FEASIBLE,
-        "single-stage-fallback",
+        status=Status.FEASIBLE,
+        solver="single-stage-fallback",
         details={**failed.details, "fallback": f"prefix DP: {failed.status.value}"},
     )
 

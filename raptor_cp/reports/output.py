@@ -136,3 +136,30 @@ def _swap_into_place(staging: Path, destination: Path) -> None:
         retired.rename(destination)
         raise
     shutil.rmtree(retired, ignore_errors=True)
+
+
+@contextmanager
+def staged_file(path: Path | None) -> Iterator[Path | None]:
+    """Yield a temporary file beside ``path`` that replaces ``path`` if the block succeeds.
+
+    The temporary file is created first, so an unwritable destination fails
+    before any work; if the block raises, it is removed and ``path`` is left as
+    it was. Yields None (and does nothing) when ``path`` is None.
+    """
+    if path is None:
+        yield None
+        return
+    if path.is_dir():
+        raise InvalidInputError(f"{path}: is a directory; --out takes a file name")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    staging = Path(name)
+    try:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.fchmod(handle, 0o666 & ~mask)  # mkstemp makes it private; a report should not be
+        os.close(handle)
+        yield staging
+        staging.replace(path)
+    finally:
+        staging.unlink(missing_ok=True)

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 )
 def cycle_ratio_command(graph: Path, minimum: bool, method: str, as_json: bool) -> None:
     """Print the exact maximum (or --min minimum) cycle ratio of GRAPH and a critical cycle."""
-    from raptor_cp.cli import UserError
+    from raptor_cp.cli.common import UserError
     from raptor_cp.errors import RaptorError
     from raptor_cp.periodic.cycle_ratio import (
         DeadlockError,

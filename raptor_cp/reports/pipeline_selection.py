@@ -1,9 +1,7 @@
-"""The documents of a pipeline compile: ``schedule.json`` and ``reports/pipeline_selection.json``.
+"""``reports/pipeline_selection.json``: how a pipeline compile chose its schedule.
 
-Both are JSON-ready dicts rendered by `raptor_cp.reports.output.dumps` (sorted
-keys, no timestamps). ``schedule.json`` holds decisions and their estimate only,
-so identical inputs give byte-identical files. ``pipeline_selection.json``
-follows the seeds' names (scheduling.md, "Default throughput selection": costs,
+A JSON-ready dict rendered by `raptor_cp.reports.output.dumps` (sorted keys, no
+timestamps). It follows the seeds' names (scheduling.md, "Default throughput selection": costs,
 eligibility, selection, attempts, search parents, compact task-stage runs, core
 budgets, recurrence contributions, termination, queue budget, phase times); the
 bounded beam refinement is not implemented, so there is one candidate (the
@@ -14,16 +12,16 @@ that differs between two runs on the same inputs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from raptor_cp.graph import ComputeGraph
-from raptor_cp.pipeline.schedule import PipelinePlan
-from raptor_cp.pipeline_problems import PartitionSolution
-from raptor_cp.targets.base import SchedulingTarget
+from raptor_cp.bounds import interval_lower_bound
+from raptor_cp.pipeline.plan import PipelinePlan
 
-SCHEDULE_FORMAT = "raptor-cp-schedule"
+if TYPE_CHECKING:
+    from raptor_cp.flows import PipelineResult
+
 SELECTION_FORMAT = "raptor-cp-pipeline-selection"
 FORMAT_VERSION = 1
 TERMINATION = "initial partition (refinement not implemented)"
@@ -32,21 +30,6 @@ QUEUE_EVALUATIONS = 32
 CONSTRUCTIVE_PACKINGS = 128
 """The seeds' constructive allocation / physical packing budget; the initial schedule's
 allocation and placement use one of them."""
-
-
-def interval_lower_bound(graph: ComputeGraph, target: SchedulingTarget) -> dict[str, int]:
-    """Bounds every pipeline interval of this model: its largest task and work / cores.
-
-    Both bound the largest per-core compute, hence the interval estimate.
-    """
-    total = int(graph.cost.sum())
-    largest = int(graph.cost.max()) if graph.num_tasks else 0
-    per_core = -(-total // target.cores)
-    return {
-        "interval_ns": max(largest, per_core),
-        "largest_task_ns": largest,
-        "work_per_core_ns": per_core,
-    }
 
 
 def task_stage_runs(task_stage: np.ndarray) -> list[list[int]]:
@@ -90,32 +73,20 @@ def _stage_rows(
     return rows
 
 
-def selection_document(
-    plan: PipelinePlan,
-    graph: ComputeGraph,
-    target: SchedulingTarget,
-    model: str,
-    depth: int,
-    partition: PartitionSolution,
-    stage_costs: list[int | None],
-    packing: list[dict[str, object]],
-    phase_times_s: Mapping[str, float],
-    work: Mapping[str, int],
-) -> dict[str, object]:
-    """Build ``reports/pipeline_selection.json`` (see the module docstring).
+def selection_document(result: PipelineResult) -> dict[str, object]:
+    """Build ``reports/pipeline_selection.json`` of a pipeline compile (module docstring).
 
-    Parameters
-    ----------
-    partition:
-        The initial partition as the prefix DP returned it (its objective is the
-        partition's maximum stage cost, its details the DP's evidence).
-    stage_costs:
-        ``stage_cost`` of each stage at its final budget.
-    packing:
-        Each stage's constructive packing evidence (`StageCosts.assignment`).
-    phase_times_s, work:
-        Wall time and deterministic work counts of each phase.
+    The selection evidence (`InitialPipeline`) holds the initial partition as the
+    prefix DP returned it, each stage's cost at its final budget and packing
+    evidence, and the phases' wall times and work counts.
     """
+    plan, selection = result.solution.plan, result.solution.selection
+    assert plan is not None and selection is not None
+    graph, target = result.problem.graph, result.problem.target
+    model, depth = result.prepared.model, result.problem.depth
+    partition = selection.partition
+    stage_costs, packing = selection.stage_costs, selection.packing
+    phase_times_s, work = selection.phase_times_s, selection.work
     estimate = plan.estimate.to_json()
     candidate = {
         "index": 0,
@@ -176,69 +147,4 @@ def selection_document(
         },
         "work": dict(work),
         "phase_times_s": {k: round(v, 6) for k, v in phase_times_s.items()},
-    }
-
-
-def schedule_document(
-    plan: PipelinePlan,
-    graph: ComputeGraph,
-    target: SchedulingTarget,
-    model: str,
-    depth: int,
-    status: str,
-) -> dict[str, object]:
-    """Build the pipeline ``schedule.json`` (mode ``pipeline``).
-
-    Task ``start_ns``/``end_ns`` are relative to the start of the task's stage
-    within one interval (cross-stage inputs ready at 0).
-    """
-    schedule = plan.schedule
-    names = graph.names
-    core = schedule.core.tolist()
-    stage = plan.task_stage(graph.num_tasks).tolist()
-    start = schedule.start_ns.tolist()
-    cost = graph.cost.tolist()
-    operation = graph.operation.tolist()
-    lane = graph.lane.tolist()
-    tasks = [
-        {
-            "name": names[t],
-            "core": core[t],
-            "stage": stage[t],
-            "start_ns": start[t],
-            "end_ns": start[t] + cost[t],
-            "operation": graph.operation_names[operation[t]],
-            "lane": lane[t],
-        }
-        for t in range(graph.num_tasks)
-    ]
-    work = [0] * target.cores
-    compute = [0] * target.cores
-    for placement in plan.placements:
-        for p, ns in placement.timing.core_demand.items():
-            work[p] = ns
-        for p, ns in placement.timing.core_compute.items():
-            compute[p] = ns
-    bound = interval_lower_bound(graph, target)
-    return {
-        "format": SCHEDULE_FORMAT,
-        "version": FORMAT_VERSION,
-        "mode": "pipeline",
-        "model": model,
-        "target": target.name,
-        "scheduler": schedule.scheduler,
-        "status": status,
-        "pipeline_depth": depth,
-        "stages": len(plan.stages),
-        "interval_ns": plan.interval_ns,
-        "interval": plan.estimate.to_json(),
-        "lower_bound_ns": bound["interval_ns"],
-        "cores": target.cores,
-        "cores_used": schedule.cores_used,
-        "core_budgets": list(plan.budgets),
-        "core_stage": list(schedule.stage or ()),
-        "tasks": tasks,
-        "core_order": [[names[t] for t in order] for order in schedule.core_order],
-        "core_work_ns": work,
-        "core_compute_ns": compute,
     }

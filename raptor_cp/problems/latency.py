@@ -1,6 +1,9 @@
-"""The independent schedule checker every solver's output goes through.
+"""The latency problem: schedule every task of a graph on a target to minimise makespan.
 
-`check` knows nothing about who produced a schedule. It enforces, in this order:
+`LatencyProblem` is what HEFT, PEFT and the CP-SAT latency model all solve, and
+`check_latency` the independent checker every one of their schedules goes
+through. It knows nothing about who produced a schedule and enforces, in this
+order:
 
 1. placement: one start time per task, every task exactly once, on a core the
    target has (`raptor_cp.evaluate.placement`);
@@ -21,22 +24,80 @@ core) and the rule.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
 
-from raptor_cp.errors import ScheduleViolationError
+from raptor_cp.errors import InvalidInstanceError, ProvedInfeasibleError, ScheduleViolationError
 from raptor_cp.evaluate import edge_delays, evaluate, placement, task_costs
-from raptor_cp.problems import LatencyProblem
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.problems.base import Solution
 from raptor_cp.schedule import Schedule
+from raptor_cp.targets.base import SchedulingTarget
 
 
-def check(problem: LatencyProblem, schedule: Schedule) -> None:
-    """Raise `ScheduleViolationError` unless ``schedule`` is a valid schedule of ``problem``."""
+@dataclass(frozen=True)
+class LatencyProblem:
+    """Schedule every task of ``graph`` on the cores of ``target`` to minimise makespan.
+
+    Raises
+    ------
+    InvalidInstanceError
+        When the graph is malformed or a task fits no core.
+    ProvedInfeasibleError
+        When one copy of every resident weight exceeds the whole chip.
+    """
+
+    graph: ComputeGraph
+    target: SchedulingTarget
+
+    def __post_init__(self) -> None:
+        if self.graph.core_cost is not None and self.graph.core_cost.shape[1] != self.target.cores:
+            raise InvalidInstanceError(
+                f"{self.graph.name}: per-core costs for {self.graph.core_cost.shape[1]} cores "
+                f"but target {self.target.name} has {self.target.cores}"
+            )
+        capacities = [self.target.capacity(p) for p in range(self.target.cores)]
+        self.graph.validate(capacities)
+        slots = self.graph.distinct_weight_slots()
+        if slots > sum(capacities):
+            raise ProvedInfeasibleError(
+                f"{self.graph.name}: one copy of every resident weight needs {slots} slots "
+                f"but {self.target.name} holds {sum(capacities)} in {self.target.cores} cores "
+                f"(at least {-(-slots // max(capacities))} cores of {max(capacities)} needed)"
+            )
+
+
+@dataclass(frozen=True)
+class LatencySolution(Solution):
+    """A schedule (if found) with its quality evidence; ``objective`` is its makespan in ns."""
+
+    schedule: Schedule | None
+
+
+def check_latency(problem: LatencyProblem, solution: LatencySolution) -> None:
+    """Raise `ScheduleViolationError` unless ``solution`` is valid and its objective exact.
+
+    A solution without a schedule passes (there is nothing to check).
+    """
+    if solution.schedule is None:
+        return
+    makespan = check_schedule(problem, solution.schedule)
+    if solution.objective is not None and solution.objective != makespan:
+        raise ScheduleViolationError(
+            f"{problem.graph.name}: reported makespan {solution.objective} ns but the schedule's "
+            f"is {makespan} ns"
+        )
+
+
+def check_schedule(problem: LatencyProblem, schedule: Schedule) -> int:
+    """Raise unless ``schedule`` is a valid schedule of ``problem``; return its makespan."""
     core, slot = placement(problem, schedule)
     check_capacity(problem, core)
-    _check_same_core_order(problem, core, slot)
-    evaluate(problem, schedule)  # raises on a cross-core deadlock
+    check_core_order(problem, core, slot)
+    makespan = int(evaluate(problem, schedule).makespan_ns)  # raises on a cross-core deadlock
     _check_starts(problem, schedule, core)
+    return makespan
 
 
 def resident_slots(problem: LatencyProblem, core: np.ndarray) -> np.ndarray:
@@ -65,7 +126,8 @@ def check_capacity(problem: LatencyProblem, core: np.ndarray) -> None:
         )
 
 
-def _check_same_core_order(problem: LatencyProblem, core: np.ndarray, slot: np.ndarray) -> None:
+def check_core_order(problem: LatencyProblem, core: np.ndarray, slot: np.ndarray) -> None:
+    """Raise if a task sits after one of its successors on the same core."""
     graph = problem.graph
     src, dst = graph.edge_src, graph.edge_dst
     bad = np.flatnonzero((core[src] == core[dst]) & (slot[src] > slot[dst]))

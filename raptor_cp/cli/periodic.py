@@ -51,7 +51,7 @@ def periodic_command(
     ctx: click.Context, artifact: Path, target: str, method: str, as_json: bool, out: Path | None
 ) -> None:
     """Analyse the periodic execution of a pimsim-nn instruction ARTIFACT on a target."""
-    from raptor_cp.cli import UserError
+    from raptor_cp.cli.common import UserError
     from raptor_cp.errors import RaptorError
 
     try:

@@ -41,7 +41,7 @@ from raptor_cp.graph import ComputeGraph
 from raptor_cp.pipeline.boundary import BoundaryDemand, boundary_demand
 from raptor_cp.pipeline.groups import PipelineGroups
 from raptor_cp.pipeline.layout import PipelineCoreLayout, StagePlacement, StagePlacer, check_region
-from raptor_cp.pipeline_problems import Stage
+from raptor_cp.problems import Stage
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import SchedulingTarget
 

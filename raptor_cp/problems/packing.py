@@ -1,30 +1,24 @@
-"""Problem and solution types of pipeline (throughput) mode.
-
-Two problems sit under `raptor-cp compile --pipeline N` and its audits:
+"""The packing problems of pipeline mode: one stage's tasks onto identical cores.
 
 * `PackingProblem`: put one stage's tasks onto ``cores`` identical cores so that
   each core's distinct resident weights fit its capacity, minimising the maximum
   per-core demand (serial compute plus incident same-stage transfer time).
-  Plain bin packing is the special case where every task has its own weight
-  and loads are zero (the feasibility variant: fewest cores).
-* `PartitionProblem`: cut ordered operation groups into at most ``max_stages``
-  contiguous stages with integer core budgets (>= 1 each, total <= ``cores``),
-  minimising the maximum stage cost read from packing-cost curves.
+* `FewestCoresProblem`: the same tasks onto as few of those cores as their
+  weights allow (loads and edges ignored). Plain one-dimensional bin packing is
+  the case where every task has its own weight.
 
-The heuristics (`heuristics/ordered_packing.py`, `heuristics/prefix_dp.py`) and
-the CP-SAT models (`models/packing.py`, `models/partition.py`) take these same
-objects and return the same solution types, which `check_packing` and
-`check_partition` validate.
+The heuristics (`heuristics/ordered_packing.py`, `heuristics/stage_packing.py`)
+and the CP-SAT models (`models/packing.py`) take these same objects and return
+the same solution types, which `check_packing` and `check_fewest_cores` validate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from raptor_cp.errors import InvalidInstanceError, ScheduleViolationError
-from raptor_cp.problems import HasGap, Status
+from raptor_cp.problems.base import Solution
 
 
 @dataclass(frozen=True)
@@ -104,17 +98,11 @@ class PackingProblem:
 
 
 @dataclass(frozen=True)
-class PackingSolution(HasGap):
-    """A core per task (or None when nothing was found) with its quality evidence."""
+class PackingSolution(Solution):
+    """A core per task (or None when nothing was found); ``objective`` is the maximum
+    per-core demand (compute plus incident transfers), as `packing_demand` says."""
 
     core: tuple[int, ...] | None
-    status: Status
-    solver: str
-    objective: int | None = None
-    """Maximum per-core demand (compute plus incident transfers), as `packing_demand` says."""
-    bound: int | None = None
-    wall_s: float = 0.0
-    details: dict[str, object] = field(default_factory=dict)
 
 
 def packing_demand(problem: PackingProblem, core: tuple[int, ...]) -> tuple[int, ...]:
@@ -156,94 +144,30 @@ def check_packing(problem: PackingProblem, solution: PackingSolution) -> None:
         )
 
 
-StageCost = Callable[[int, int, int], "int | None"]
-"""``stage_cost(first, stop, cores)``: cost of groups ``[first, stop)`` on ``cores`` cores,
-or None when no packing is available."""
+@dataclass(frozen=True)
+class FewestCoresProblem(PackingProblem):
+    """The fewest of ``cores`` cores whose capacity holds the tasks' distinct weights.
 
-
-@dataclass(frozen=True, eq=False)
-class PartitionProblem:
-    """Ordered groups into contiguous stages with core budgets, minimising the max stage cost.
-
-    ``stage_cost`` must be deterministic; it is usually backed by ordered-packing
-    curves and cached by the caller.
+    Same fields as `PackingProblem`; loads and edges play no part. Plain bin
+    packing of item sizes ``s_i`` into bins of ``capacity`` is the instance where
+    task ``i`` has its own weight of size ``s_i``.
     """
 
-    num_groups: int
-    cores: int
-    max_stages: int
-    stage_cost: StageCost
-    name: str = "partition"
-
-    def __post_init__(self) -> None:
-        if self.num_groups < 1:
-            raise InvalidInstanceError(f"{self.name}: no groups to partition")
-        if self.max_stages < 1:
-            raise InvalidInstanceError(f"{self.name}: pipeline depth must be >= 1")
-        if self.cores < 1:
-            raise InvalidInstanceError(f"{self.name}: needs at least one core")
-
 
 @dataclass(frozen=True)
-class Stage:
-    """Groups ``[first, stop)`` on ``cores`` cores."""
+class FewestCoresSolution(Solution):
+    """A core per task using ``objective`` distinct cores (None when nothing was found)."""
 
-    first: int
-    stop: int
-    cores: int
+    core: tuple[int, ...] | None
 
 
-@dataclass(frozen=True)
-class PartitionSolution(HasGap):
-    """Stages in order (or None) with quality evidence."""
-
-    stages: tuple[Stage, ...] | None
-    status: Status
-    solver: str
-    objective: int | None = None
-    """Maximum stage cost."""
-    bound: int | None = None
-    wall_s: float = 0.0
-    details: dict[str, object] = field(default_factory=dict)
-
-
-def check_partition(problem: PartitionProblem, solution: PartitionSolution) -> None:
-    """Validate stages: contiguous cover of every group, budgets >= 1, totals, objective."""
-    if solution.stages is None:
-        return
-    stages = solution.stages
-    if not stages or len(stages) > problem.max_stages:
+def check_fewest_cores(problem: FewestCoresProblem, solution: FewestCoresSolution) -> None:
+    """`check_packing` on ``problem`` (capacities, core ids) plus the reported core count."""
+    check_packing(
+        problem, PackingSolution(solution.core, status=solution.status, solver=solution.solver)
+    )
+    if solution.core is not None and len(set(solution.core)) != solution.objective:
         raise ScheduleViolationError(
-            f"{problem.name}: {len(stages)} stages, allowed 1..{problem.max_stages}"
-        )
-    expected = 0
-    for index, stage in enumerate(stages):
-        if stage.first != expected or stage.stop <= stage.first:
-            raise ScheduleViolationError(
-                f"{problem.name}: stage {index} covers groups [{stage.first}, {stage.stop}), "
-                f"expected a non-empty range starting at {expected}"
-            )
-        if stage.cores < 1:
-            raise ScheduleViolationError(f"{problem.name}: stage {index} has no core")
-        expected = stage.stop
-    if expected != problem.num_groups:
-        raise ScheduleViolationError(
-            f"{problem.name}: stages cover {expected} of {problem.num_groups} groups"
-        )
-    total = sum(stage.cores for stage in stages)
-    if total > problem.cores:
-        raise ScheduleViolationError(
-            f"{problem.name}: stages use {total} cores, only {problem.cores} exist"
-        )
-    costs = [problem.stage_cost(s.first, s.stop, s.cores) for s in stages]
-    if any(cost is None for cost in costs):
-        index = costs.index(None)
-        raise ScheduleViolationError(
-            f"{problem.name}: stage {index} has no available packing on {stages[index].cores} cores"
-        )
-    worst = max(int(cost) for cost in costs if cost is not None)
-    if solution.objective is not None and solution.objective != worst:
-        raise ScheduleViolationError(
-            f"{problem.name}: reported objective {solution.objective} but the worst stage "
-            f"costs {worst}"
+            f"{problem.name}: reported {solution.objective} cores but the assignment uses "
+            f"{len(set(solution.core))}"
         )

@@ -1,7 +1,9 @@
-"""The independent checker of pipeline schedules.
+"""The pipeline problem: a graph as a pipeline of at most ``depth`` stages, for throughput.
 
-`check_pipeline` knows nothing about how a pipeline schedule was built. It
-enforces, in this order:
+`PipelineProblem` is what ``compile --pipeline N`` solves (the seeds' "Default
+throughput selection"); its solution is a placed `PipelinePlan` whose
+``objective`` is the plan's interval in ns. `check_pipeline` knows nothing about
+how the plan was built. It enforces, in this order:
 
 1. placement: every task exactly once, on a core the target has
    (`raptor_cp.evaluate.placement`);
@@ -10,7 +12,7 @@ enforces, in this order:
 3. groups: every task's core belongs to the stage of its group, stages cover
    contiguous ranges of the ordered groups, and no dependency goes to an
    earlier stage;
-4. resident-weight capacity per core (`raptor_cp.check.check_capacity`);
+4. resident-weight capacity per core (`check_capacity`);
 5. per-core order: no task after one of its successors on the same core.
 
 Each failure raises `ScheduleViolationError` with one line naming the task or core.
@@ -18,23 +20,81 @@ Each failure raises `ScheduleViolationError` with one line naming the task or co
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from raptor_cp.check import check_capacity
-from raptor_cp.errors import ScheduleViolationError
+from raptor_cp.errors import InvalidConfigError, ScheduleViolationError
 from raptor_cp.evaluate import placement
-from raptor_cp.pipeline.groups import PipelineGroups
-from raptor_cp.problems import LatencyProblem
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.problems.base import Solution
+from raptor_cp.problems.latency import LatencyProblem, check_capacity, check_core_order
 from raptor_cp.schedule import Schedule
+from raptor_cp.targets.base import SchedulingTarget
+
+if TYPE_CHECKING:
+    from raptor_cp.pipeline.groups import PipelineGroups
+    from raptor_cp.pipeline.initial import InitialPipeline
+    from raptor_cp.pipeline.plan import PipelinePlan
 
 
-def check_pipeline(
-    problem: LatencyProblem, groups: PipelineGroups, schedule: Schedule, max_stages: int
+@dataclass(frozen=True, eq=False)
+class PipelineProblem:
+    """Run ``graph`` on ``target`` as a pipeline of at most ``depth`` stages.
+
+    Raises
+    ------
+    InvalidConfigError
+        When ``depth`` is below 1.
+    InvalidInstanceError, ProvedInfeasibleError
+        As `LatencyProblem` (malformed graph, a task that fits no core, weights
+        exceeding the chip).
+    """
+
+    graph: ComputeGraph
+    target: SchedulingTarget
+    depth: int
+
+    def __post_init__(self) -> None:
+        if self.depth < 1:
+            raise InvalidConfigError(f"pipeline depth must be >= 1, got {self.depth}")
+        _ = self.latency  # validates the graph, capacities and fleet feasibility
+
+    @cached_property
+    def latency(self) -> LatencyProblem:
+        """The same graph and target as a latency problem (placement, capacity rules)."""
+        return LatencyProblem(self.graph, self.target)
+
+
+@dataclass(frozen=True)
+class PipelineSolution(Solution):
+    """A placed pipeline (None when nothing was found); ``objective`` is its interval in ns.
+
+    ``selection`` is the evidence of how the plan was chosen, which
+    ``reports/pipeline_selection.json`` records.
+    """
+
+    plan: PipelinePlan | None
+    selection: InitialPipeline | None = None
+
+
+def check_pipeline(problem: PipelineProblem, solution: PipelineSolution) -> None:
+    """Raise `ScheduleViolationError` unless ``solution``'s plan is a valid pipeline schedule."""
+    if solution.plan is None:
+        return
+    check_pipeline_schedule(problem, solution.plan.groups, solution.plan.schedule)
+
+
+def check_pipeline_schedule(
+    problem: PipelineProblem, groups: PipelineGroups, schedule: Schedule
 ) -> None:
     """Raise `ScheduleViolationError` unless ``schedule`` is a valid pipeline schedule."""
+    max_stages = problem.depth
     graph = problem.graph
     names = graph.names
-    core, slot = placement(problem, schedule)
+    core, slot = placement(problem.latency, schedule)
     stage_of_core = _core_stages(problem, schedule, max_stages)
     task_stage = stage_of_core[core]
     idle = np.flatnonzero(task_stage < 0)
@@ -73,18 +133,11 @@ def check_pipeline(
             f"task {names[b]!r} in stage {int(task_stage[b])} depends on {names[a]!r} in the "
             f"later stage {int(task_stage[a])}"
         )
-    check_capacity(problem, core)
-    src, dst = graph.edge_src, graph.edge_dst
-    bad = np.flatnonzero((core[src] == core[dst]) & (slot[src] > slot[dst]))
-    if bad.size:
-        e = int(bad[0])
-        a, b = int(src[e]), int(dst[e])
-        raise ScheduleViolationError(
-            f"task {names[a]!r} is placed after its successor {names[b]!r} on core {int(core[a])}"
-        )
+    check_capacity(problem.latency, core)
+    check_core_order(problem.latency, core, slot)
 
 
-def _core_stages(problem: LatencyProblem, schedule: Schedule, max_stages: int) -> np.ndarray:
+def _core_stages(problem: PipelineProblem, schedule: Schedule, max_stages: int) -> np.ndarray:
     """The stage of every core, after checking the stage list itself."""
     cores = problem.target.cores
     if schedule.stage is None or len(schedule.stage) != cores:

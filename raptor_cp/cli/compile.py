@@ -1,0 +1,201 @@
+"""``raptor-cp compile``: schedule a model on a target and write the output directory.
+
+The command checks its options, runs `raptor_cp.flows.compile` with a progress
+reporter, writes the result with `raptor_cp.reports.compile_output` and prints
+one summary line (or the ``--json`` summary).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from raptor_cp.cli.common import (
+    Reporter,
+    UserError,
+    bits_option,
+    json_option,
+    lanes_option,
+    model_argument,
+    model_path,
+    target_option,
+)
+from raptor_cp.flows import DEFAULT_PIPELINE_DEPTH, DEFAULT_SCHEDULER
+from raptor_cp.problems import LatencyProblem
+from raptor_cp.solvers import methods
+
+DEFAULT_OUT = Path("raptor-out")
+
+
+@click.command("compile", short_help="Schedule a model; write schedule.json, trace.json.")
+@model_argument
+@target_option
+@click.option(
+    "--mode",
+    type=click.Choice(["latency", "pipeline"]),
+    default="latency",
+    show_default=True,
+    help="What to optimise: one inference's latency, or pipeline throughput (depth 4 "
+    "unless --pipeline N).",
+)
+@click.option(
+    "--pipeline",
+    "pipeline",
+    type=click.IntRange(min=1),
+    help="Pipeline depth N: N > 1 selects pipeline mode with at most N stages; 1 is latency.",
+)
+@click.option(
+    "--scheduler",
+    type=click.Choice(methods(LatencyProblem)),
+    default=DEFAULT_SCHEDULER,
+    show_default=True,
+    help="Latency scheduler.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=DEFAULT_OUT,
+    show_default=True,
+    help="Output directory (replaced as a whole when the compile succeeds).",
+)
+@lanes_option
+@bits_option
+@click.option("--plot", is_flag=True, help="Also write gantt.png.")
+@json_option
+@click.option("--example", is_flag=True, help="Compile the bundled ResNet-18 (no MODEL).")
+@click.option(
+    "--periodic-diagnostics",
+    is_flag=True,
+    help="Pipeline mode: also write reports/pipeline_periodic.json (recurrence, queue estimate).",
+)
+@click.option(
+    "--exchange-budget",
+    type=click.IntRange(min=1),
+    help="IPU targets: exchange-table bytes per tile; admit a plan within it (docs/exchange.md).",
+)
+@click.option(
+    "--expanded-plan-finalists",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="With --exchange-budget: expanded plans kept per planning configuration.",
+)
+@click.option(
+    "--placement-finalists",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="With --exchange-budget: candidates placed by the scheduler (+ the min-storage one).",
+)
+@click.option(
+    "--exchange-schedule-finalists",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --exchange-budget: candidates encoded exactly (+ the min-storage one).",
+)
+def compile_command(
+    model: Path | None,
+    target: str,
+    mode: str,
+    pipeline: int | None,
+    scheduler: str,
+    out: Path,
+    lanes: int | None,
+    bits: int | None,
+    plot: bool,
+    as_json: bool,
+    example: bool,
+    periodic_diagnostics: bool,
+    exchange_budget: int | None,
+    expanded_plan_finalists: int,
+    placement_finalists: int,
+    exchange_schedule_finalists: int,
+) -> None:
+    """Schedule MODEL on a target and write schedule.json and trace.json to --out.
+
+    With --pipeline N (N > 1) or --mode pipeline, write schedule.json and
+    reports/pipeline_selection.json instead (see docs/cli.md).
+    """
+    from raptor_cp.flows import ExchangeNotAdmittedError, compile
+    from raptor_cp.reports.compile_output import write_admission_failure, write_compile_output
+
+    depth = _pipeline_depth(click.get_current_context(), mode, pipeline, plot)
+    if depth is not None and exchange_budget is not None:
+        raise UserError("--exchange-budget is available in latency mode only")
+    if depth is None and periodic_diagnostics:
+        raise UserError("--periodic-diagnostics needs pipeline mode (--pipeline N > 1)")
+    limits = None
+    if exchange_budget is not None:
+        from raptor_cp.heuristics.exchange_admission import AdmissionLimits
+
+        limits = AdmissionLimits(
+            expanded_plan_finalists, placement_finalists, exchange_schedule_finalists
+        )
+    progress = Reporter(quiet=as_json)
+    with model_path(model, example) as path:
+        try:
+            result = compile(
+                path,
+                target,
+                pipeline=depth,
+                scheduler=scheduler,
+                lanes=lanes,
+                bits=bits,
+                periodic=periodic_diagnostics,
+                exchange_budget=exchange_budget,
+                exchange_limits=limits,
+                progress=progress,
+            )
+        except ExchangeNotAdmittedError as error:
+            report = write_admission_failure(error.admission, out)
+            raise UserError(f"{error}; see {report}") from None
+    files = write_compile_output(result, out, plot)
+    progress("write", f"{out}/")
+    summary = {**result.summary(), "out": str(out), "files": files}
+    click.echo(json.dumps(summary, sort_keys=True) if as_json else summary_line(summary))
+
+
+def _pipeline_depth(ctx: click.Context, mode: str, pipeline: int | None, plot: bool) -> int | None:
+    """The pipeline depth ``compile`` runs with, or None for latency mode.
+
+    ``--pipeline N`` with N > 1 implies pipeline mode; ``--mode pipeline`` alone
+    uses `DEFAULT_PIPELINE_DEPTH`; ``--pipeline 1`` is latency mode.
+    """
+    from click.core import ParameterSource
+
+    explicit_mode = ctx.get_parameter_source("mode") is not ParameterSource.DEFAULT
+    if pipeline == 1 and mode == "pipeline" and explicit_mode:
+        raise UserError("--pipeline 1 is latency mode; pipeline mode needs --pipeline N > 1")
+    if pipeline is not None and pipeline > 1 and explicit_mode and mode == "latency":
+        raise UserError(f"--pipeline {pipeline} selects pipeline mode; drop --mode latency")
+    if not ((pipeline is not None and pipeline > 1) or mode == "pipeline"):
+        return None
+    if ctx.get_parameter_source("scheduler") is not ParameterSource.DEFAULT:
+        raise UserError("--scheduler chooses the latency scheduler; pipeline mode has its own")
+    if plot:
+        raise UserError("--plot is not available in pipeline mode yet")
+    return pipeline if pipeline is not None else DEFAULT_PIPELINE_DEPTH
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    """The one line ``compile`` prints without ``--json``."""
+    from raptor_cp.reports.output import format_ns
+
+    where = f"{summary['cores_used']}/{summary['cores']} cores"
+    if summary["mode"] == "pipeline":
+        stages = f"{summary['stages']} stage{'' if summary['stages'] == 1 else 's'}"
+        return (
+            f"{summary['model']} on {summary['target']}: {summary['tasks']} tasks in {stages} "
+            f"on {where}, interval {format_ns(summary['interval_ns'])} (lower bound "
+            f"{format_ns(summary['lower_bound_ns'])}), pipeline depth {summary['pipeline']}, "
+            f"wrote {summary['out']}/"
+        )
+    return (
+        f"{summary['model']} on {summary['target']}: {summary['tasks']} tasks on {where}, "
+        f"makespan {format_ns(summary['makespan_ns'])} (lower bound "
+        f"{format_ns(summary['lower_bound_ns'])}), {summary['scheduler']}, wrote {summary['out']}/"
+    )

@@ -1,0 +1,438 @@
+"""The compile flows behind ``raptor-cp compile`` and the library API, without printing.
+
+Every caller (the CLI, ``verify``, the benchmarks, a notebook) runs the same
+sequence: load the workload, resolve the target, lower one onto the other
+(`prepare`), state the problem, solve it, check the answer independently,
+evaluate it, and hand typed results to `raptor_cp.reports` for writing::
+
+    import raptor_cp
+
+    result = raptor_cp.compile("resnet18.onnx", target="arch-a")
+    result.makespan_ns, result.solution.solver
+
+Three flows share `prepare`: `compile_latency` (PEFT/HEFT/CP-SAT on a
+`LatencyProblem`), `compile_pipeline` (a `PipelineProblem` at a depth) and
+`compile_exchange` (IPU exchange-table admission). `compile` picks one from
+its arguments. Progress is reported through an optional ``progress(phase,
+detail)`` callback after each phase; nothing here prints or writes files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from raptor_cp.bounds import LowerBounds, interval_lower_bound, lower_bounds
+from raptor_cp.errors import NotFoundWithinBudgetError, ProvedInfeasibleError
+from raptor_cp.evaluate import Evaluation, evaluate
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.problems import (
+    LatencyProblem,
+    LatencySolution,
+    PipelineProblem,
+    PipelineSolution,
+    Status,
+    check,
+)
+from raptor_cp.reports.output import format_ns
+from raptor_cp.solvers import solve
+from raptor_cp.targets.base import SchedulingTarget
+from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target
+from raptor_cp.workload.model import Workload
+
+if TYPE_CHECKING:
+    from raptor_cp.heuristics.exchange_admission import Admission, AdmissionLimits
+    from raptor_cp.heuristics.exchange_candidates import WorkloadCandidates
+
+Progress = Callable[[str, str], None]
+"""``progress(phase, detail)``: called after each phase of a flow (``load``, ``lower``,
+``schedule``, ``check``...); ``warning`` carries a target warning."""
+
+DEFAULT_SCHEDULER = "peft"
+"""The latency scheduler when none is given (the seeds' production choice; HEFT has no
+resident-weight recovery and fails on full PIM models)."""
+DEFAULT_PIPELINE_DEPTH = 4
+"""Depth of ``compile --mode pipeline`` without ``--pipeline N``."""
+
+
+def _quiet(phase: str, detail: str) -> None:
+    """The default progress callback: report nothing."""
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """A workload lowered onto a target: what every flow starts from."""
+
+    workload: Workload
+    target: SchedulingTarget
+    graph: ComputeGraph
+    lanes: int
+    """Lanes per operation the graph was lowered with."""
+
+    @property
+    def model(self) -> str:
+        """The workload's name."""
+        return self.workload.name
+
+
+def lower(
+    workload: Workload, target: SchedulingTarget, lanes: int | None = None
+) -> tuple[ComputeGraph, int]:
+    """Lower ``workload`` onto ``target`` with ``lanes`` (default: chosen for the pair).
+
+    Returns the graph and the lane count used.
+    """
+    from raptor_cp.workload.lowering import default_lanes
+    from raptor_cp.workload.lowering import lower as lower_graph
+
+    lanes_used = lanes if lanes is not None else default_lanes(workload, target)
+    return lower_graph(workload, target, lanes=lanes_used), lanes_used
+
+
+def prepare(
+    model: str | Path | Workload,
+    target: str | SchedulingTarget = DEFAULT_TARGET,
+    *,
+    lanes: int | None = None,
+    bits: int | None = None,
+    progress: Progress = _quiet,
+) -> Prepared:
+    """Load ``model`` (a path or a `Workload`), resolve ``target`` and lower one onto the other.
+
+    Raises `RaptorError` subclasses for a bad file, target or lane count.
+    """
+    from raptor_cp.workload.load import load_workload
+
+    workload = model if isinstance(model, Workload) else load_workload(model, bits=bits)
+    target_obj = resolve_target(target) if isinstance(target, str) else target
+    progress("load", f"{workload.name}: {len(workload.operations)} operations")
+    for warning in getattr(target_obj, "warnings", ()):
+        progress("warning", warning)
+    graph, lanes_used = lower(workload, target_obj, lanes)
+    progress(
+        "lower",
+        f"{graph.num_tasks} tasks, {graph.num_edges} edges, {lanes_used} lanes on "
+        f"{target_obj.name}",
+    )
+    return Prepared(workload, target_obj, graph, lanes_used)
+
+
+@dataclass(frozen=True, eq=False)
+class LatencyResult:
+    """A checked, evaluated latency schedule of one model on one target."""
+
+    prepared: Prepared
+    problem: LatencyProblem
+    solution: LatencySolution
+    """The solver's answer; its schedule is set and passed `check`."""
+    evaluation: Evaluation
+    bounds: LowerBounds
+    exchange: ExchangeAdmission | None = None
+    """The exchange-table admission that chose this schedule (``--exchange-budget``)."""
+
+    mode = "latency"
+
+    @property
+    def makespan_ns(self) -> int:
+        return int(self.evaluation.makespan_ns)
+
+    def summary(self) -> dict[str, Any]:
+        """The facts of the one-line summary and of ``compile --json``."""
+        target = self.problem.target
+        summary: dict[str, Any] = {
+            "mode": self.mode,
+            "model": self.prepared.model,
+            "target": target.name,
+            "scheduler": self.solution.solver,
+            "status": self.solution.status.value,
+            "tasks": self.problem.graph.num_tasks,
+            "cores": target.cores,
+            "cores_used": int(self.evaluation.cores_used),
+            "makespan_ns": self.makespan_ns,
+            "lower_bound_ns": self.bounds.makespan_ns,
+            "lanes": self.prepared.lanes,
+            "warnings": list(getattr(target, "warnings", ())),
+        }
+        if self.exchange is not None:
+            summary["exchange"] = self.exchange.summary()
+        return summary
+
+
+@dataclass(frozen=True, eq=False)
+class PipelineResult:
+    """A checked pipeline schedule of one model on one target at one depth."""
+
+    prepared: Prepared
+    problem: PipelineProblem
+    solution: PipelineSolution
+    """The selected plan (set, and passed `check`) with its selection evidence."""
+    periodic: dict[str, Any] | None = None
+    """The periodic diagnostic of the realized schedule (``--periodic-diagnostics``)."""
+
+    mode = "pipeline"
+
+    @property
+    def interval_ns(self) -> int:
+        assert self.solution.objective is not None
+        return self.solution.objective
+
+    def summary(self) -> dict[str, Any]:
+        """The facts of the one-line summary and of ``compile --json``."""
+        plan = self.solution.plan
+        assert plan is not None
+        target = self.problem.target
+        return {
+            "mode": self.mode,
+            "model": self.prepared.model,
+            "target": target.name,
+            "scheduler": plan.schedule.scheduler,
+            "status": self.solution.status.value,
+            "tasks": self.problem.graph.num_tasks,
+            "cores": target.cores,
+            "cores_used": plan.schedule.cores_used,
+            "pipeline": self.problem.depth,
+            "stages": len(plan.stages),
+            "core_budgets": list(plan.budgets),
+            "interval_ns": plan.interval_ns,
+            "interval": plan.estimate.to_json(),
+            "lower_bound_ns": interval_lower_bound(self.problem.graph, target)["interval_ns"],
+            "lanes": self.prepared.lanes,
+            "warnings": list(getattr(target, "warnings", ())),
+        }
+
+
+CompileResult = LatencyResult | PipelineResult
+
+
+def compile_latency(
+    prepared: Prepared, scheduler: str = DEFAULT_SCHEDULER, progress: Progress = _quiet
+) -> LatencyResult:
+    """Schedule a prepared model for latency with ``scheduler``, check and evaluate it.
+
+    Raises
+    ------
+    ProvedInfeasibleError
+        When the weights exceed the chip, or an exact solver proved no schedule exists.
+    NotFoundWithinBudgetError
+        When the scheduler's bounded search found no schedule.
+    """
+    problem = LatencyProblem(prepared.graph, prepared.target)
+    bounds = lower_bounds(prepared.graph, prepared.target)
+    solution = solve(problem, scheduler)
+    if solution.schedule is None:
+        name = prepared.model
+        if solution.status is Status.INFEASIBLE:
+            raise ProvedInfeasibleError(f"{name}: {scheduler} proved that no schedule exists")
+        raise NotFoundWithinBudgetError(
+            f"{name}: {scheduler} found no schedule ({solution.status.value})"
+        )
+    progress("schedule", f"{scheduler}: {solution.status.value}")
+    check(problem, solution)
+    evaluation = evaluate(problem, solution.schedule)
+    progress("check", f"makespan {format_ns(int(evaluation.makespan_ns))}")
+    return LatencyResult(prepared, problem, solution, evaluation, bounds)
+
+
+def compile_pipeline(
+    prepared: Prepared, depth: int, *, periodic: bool = False, progress: Progress = _quiet
+) -> PipelineResult:
+    """Select a pipeline schedule of at most ``depth`` stages and check it.
+
+    With ``periodic``, also analyse the realized schedule's periodic execution
+    (read-only: the schedule does not change).
+
+    Raises
+    ------
+    ProvedInfeasibleError
+        When one copy of every weight exceeds the chip.
+    NotFoundWithinBudgetError
+        When no partition or stage packing is found (bounded search).
+    """
+    problem = PipelineProblem(prepared.graph, prepared.target, depth)
+    solution = solve(problem)
+    plan, selection = solution.plan, solution.selection
+    if plan is None or selection is None:
+        raise NotFoundWithinBudgetError(f"{prepared.model}: no pipeline schedule found")
+    progress(
+        "partition",
+        f"{len(plan.stages)} stages, core budgets {list(plan.budgets)} "
+        f"({selection.partition.solver}: {selection.partition.status.value})",
+    )
+    check(problem, solution)
+    progress("check", f"interval {format_ns(plan.interval_ns)} ({plan.estimate.binding})")
+    document = None
+    if periodic:
+        from raptor_cp.pipeline.diagnostics import pipeline_periodic
+
+        document = pipeline_periodic(plan, prepared.graph, prepared.target, prepared.model, depth)
+        progress(
+            "periodic",
+            f"recurrence {document['recurrence']['status']}, queue {document['queue']['status']}",
+        )
+    return PipelineResult(prepared, problem, solution, document)
+
+
+@dataclass(frozen=True, eq=False)
+class ExchangeAdmission:
+    """How exchange-table admission chose a schedule (or failed to)."""
+
+    source: WorkloadCandidates
+    state: Admission
+    selected: str | None
+    """Key of the admitted candidate; None when none fits."""
+
+    def summary(self) -> dict[str, Any]:
+        """The ``exchange`` object of the compile summary (selected candidate only)."""
+        assert self.selected is not None
+        record, exact = self.state.records[self.selected], self.state.exact[self.selected]
+        return {
+            "budget_bytes": self.state.budget,
+            "selected": record.label,
+            "bsp_makespan_ns": record.execution_ns,
+            "estimate_bytes": record.estimate_bytes,
+            "exact_bytes": exact.exact_bytes,
+            "weight_block_bytes": record.details["weight_block_bytes"],
+            "tile_budget": record.tile_budget,
+            "candidates": len(self.state.records),
+        }
+
+
+class ExchangeNotAdmittedError(NotFoundWithinBudgetError):
+    """No candidate's exact exchange table fits the budget (bounded search, not a proof).
+
+    ``admission`` holds every candidate's evidence, for the diagnostic report.
+    """
+
+    def __init__(self, message: str, admission: ExchangeAdmission) -> None:
+        super().__init__(message)
+        self.admission = admission
+
+
+def compile_exchange(
+    prepared: Prepared,
+    budget: int,
+    limits: AdmissionLimits,
+    *,
+    lanes: int | None = None,
+    scheduler: str = DEFAULT_SCHEDULER,
+    progress: Progress = _quiet,
+) -> LatencyResult:
+    """Admit an IPU exchange plan within ``budget`` bytes per tile and check its schedule.
+
+    ``lanes`` fixes the lane count (``--lanes``); None lets admission vary it
+    (`CandidateOptions`). The result's schedule is the admitted candidate's.
+
+    Raises
+    ------
+    InvalidConfigError
+        When the target is not an IPU.
+    ExchangeNotAdmittedError
+        When no candidate's exact table fits (carries the admission evidence).
+    """
+    from dataclasses import replace
+
+    from raptor_cp.errors import InvalidConfigError
+    from raptor_cp.heuristics.exchange_admission import admit
+    from raptor_cp.heuristics.exchange_candidates import CandidateOptions, WorkloadCandidates
+    from raptor_cp.targets.ipu import IpuTarget
+
+    workload, target = prepared.workload, prepared.target
+    if not isinstance(target, IpuTarget):
+        raise InvalidConfigError(
+            f"--exchange-budget needs an ipu target (ipu-mk1, ipu-mk2), got {target.name}"
+        )
+    options = CandidateOptions.for_workload(workload, target, lanes, scheduler)
+    source = WorkloadCandidates(workload, target, options)
+    state = admit(source, budget, limits)
+    placed = sum(a.placements_run for a in state.attempts)
+    encoded = sum(a.encodings_run for a in state.attempts)
+    progress(
+        "admit",
+        f"{len(state.expanded)} expanded, {placed} placed, {encoded} encoded exactly, "
+        f"{len(state.attempts)} attempt(s)",
+    )
+    admission = ExchangeAdmission(source, state, state.selected)
+    if state.selected is None:
+        closest = state.closest()
+        found = (
+            "no candidate could be encoded"
+            if closest is None
+            else f"smallest exact table {state.exact[closest].exact_bytes} B "
+            f"({state.records[closest].label})"
+        )
+        raise ExchangeNotAdmittedError(
+            f"{workload.name}: no exchange plan within {budget} B per tile: {found}", admission
+        )
+    key = state.selected
+    record, built = state.records[key], source.built[key]
+    problem = built.problem
+    evaluation = evaluate(problem, built.schedule)
+    schedule = replace(built.schedule, start_ns=evaluation.start_ns)
+    bounds = lower_bounds(problem.graph, problem.target)
+    solution = LatencySolution(
+        schedule,
+        status=Status.FEASIBLE,
+        solver=record.placement,
+        objective=int(evaluation.makespan_ns),
+        bound=bounds.makespan_ns,
+    )
+    check(problem, solution)
+    progress("check", f"{record.label}: makespan {format_ns(int(evaluation.makespan_ns))}")
+    lanes_used = int(record.details["lanes"])
+    chosen = Prepared(workload, target, problem.graph, lanes_used)
+    return LatencyResult(chosen, problem, solution, evaluation, bounds, admission)
+
+
+def compile(
+    model: str | Path | Workload,
+    target: str | SchedulingTarget = DEFAULT_TARGET,
+    *,
+    pipeline: int | None = None,
+    scheduler: str = DEFAULT_SCHEDULER,
+    lanes: int | None = None,
+    bits: int | None = None,
+    periodic: bool = False,
+    exchange_budget: int | None = None,
+    exchange_limits: AdmissionLimits | None = None,
+    progress: Progress = _quiet,
+) -> CompileResult:
+    """Compile ``model`` for ``target``: the library form of ``raptor-cp compile``.
+
+    Parameters
+    ----------
+    model:
+        A workload file (ONNX, PIMCOMP-NN JSON, raptor-graph JSON, STG) or a `Workload`.
+    target:
+        A preset name, ``generic:P[:NS_PER_BYTE]``, a pimsim-nn config path, or a target.
+    pipeline:
+        Pipeline depth ``N > 1`` for throughput mode; None or 1 for latency mode.
+    scheduler:
+        Latency scheduler (`raptor_cp.solvers.methods(LatencyProblem)`).
+    lanes, bits:
+        Lanes per operation (default: chosen per model and target) and precision.
+    periodic:
+        Pipeline mode: also run the periodic diagnostic of the selected schedule.
+    exchange_budget, exchange_limits:
+        IPU targets: admit an exchange plan within this many bytes per tile.
+    progress:
+        ``progress(phase, detail)`` after each phase.
+
+    docs/api.md shows it at work.
+    """
+    prepared = prepare(model, target, lanes=lanes, bits=bits, progress=progress)
+    if pipeline is not None and pipeline > 1:
+        return compile_pipeline(prepared, pipeline, periodic=periodic, progress=progress)
+    if exchange_budget is not None:
+        from raptor_cp.heuristics.exchange_admission import AdmissionLimits
+
+        return compile_exchange(
+            prepared,
+            exchange_budget,
+            exchange_limits or AdmissionLimits(),
+            lanes=lanes,
+            scheduler=scheduler,
+            progress=progress,
+        )
+    return compile_latency(prepared, scheduler, progress)
