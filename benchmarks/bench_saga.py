@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from bench_scaling import fresh, machine_info, random_layered_dag
 
-from raptor_cp.evaluate import evaluate
+from raptor_cp.evaluation import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.heft import HeftScheduler, upward_rank
 from raptor_cp.heuristics.list_common import list_order

@@ -31,7 +31,7 @@ summary then covers exactly the finished instances.
 Every claim that improves on a published value (a makespan below the best known
 length, or a CP-SAT bound above the published lower bound) is listed by name.
 A makespan claim is backed by a schedule that is re-checked here with
-`raptor_cp.check.check` and re-timed with `raptor_cp.evaluate.evaluate`; a bound
+`raptor_cp.check.check` and re-timed with `raptor_cp.evaluation.evaluate`; a bound
 claim rests on CP-SAT's proof of the model in `raptor_cp.models.latency`.
 """
 
@@ -52,7 +52,7 @@ import time
 from dataclasses import dataclass, field
 from types import FrameType
 
-from raptor_cp.evaluate import evaluate
+from raptor_cp.evaluation import evaluate
 from raptor_cp.heuristics.heft import HeftScheduler
 from raptor_cp.heuristics.peft import PeftScheduler
 from raptor_cp.models.solve import SolveSettings

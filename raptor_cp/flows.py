@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from raptor_cp.bounds import LowerBounds, interval_lower_bound, lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError, ProvedInfeasibleError
-from raptor_cp.evaluate import Evaluation, evaluate
+from raptor_cp.evaluation import Evaluation, evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems import (
     LatencyProblem,

@@ -8,13 +8,13 @@ and cached.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.toposort import CycleFound, topological_order
 
 
 def _int_array(values: object) -> np.ndarray:
@@ -99,12 +99,6 @@ class ComputeGraph:
             return int(self.core_cost[task, core])
         return int(self.cost[task])
 
-    def mean_cost(self) -> np.ndarray:
-        """Per-task cost averaged over cores (equals ``cost`` on homogeneous graphs)."""
-        if self.core_cost is not None:
-            return self.core_cost.mean(axis=1)
-        return self.cost.astype(np.float64)
-
     def min_cost(self) -> np.ndarray:
         """Per-task cost on its fastest core (for lower bounds)."""
         if self.core_cost is not None:
@@ -144,23 +138,12 @@ class ComputeGraph:
 
         Raises `InvalidInstanceError` naming a task on a cycle.
         """
-        indegree = np.bincount(self.edge_dst, minlength=self.num_tasks).tolist()
-        ready = [t for t in range(self.num_tasks) if indegree[t] == 0]
-        heapq.heapify(ready)
-        order: list[int] = []
-        dst = self.edge_dst.tolist()
-        while ready:
-            task = heapq.heappop(ready)
-            order.append(task)
-            for edge in self.successor_edges(task).tolist():
-                indegree[dst[edge]] -= 1
-                if indegree[dst[edge]] == 0:
-                    heapq.heappush(ready, dst[edge])
-        if len(order) != self.num_tasks:
-            stuck = next(t for t in range(self.num_tasks) if indegree[t] > 0)
+        try:
+            order = topological_order(self.num_tasks, self.edge_src, self.edge_dst)
+        except CycleFound as found:
             raise InvalidInstanceError(
-                f"{self.name}: dependency cycle through task {self.names[stuck]!r}"
-            )
+                f"{self.name}: dependency cycle through task {self.names[found.cycle[0]]!r}"
+            ) from None
         return _int_array(order)
 
     # -- checks ----------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 A schedule fixes, for every task, its core and its slot in that core's order,
 plus the scheduler's estimated start. Timing is recomputed from the order by
-`raptor_cp.evaluate`; `raptor_cp.check` validates the schedule independently of
+`raptor_cp.evaluation`; `raptor_cp.check` validates the schedule independently of
 whoever produced it.
 """
 
@@ -67,30 +67,5 @@ class Schedule:
         return slot
 
     @property
-    def last_tasks(self) -> tuple[int | None, ...]:
-        """Per core, the task in its last slot (the seeds' last-task markers)."""
-        return tuple(order[-1] if order else None for order in self.core_order)
-
-    @property
     def cores_used(self) -> int:
         return sum(1 for order in self.core_order if order)
-
-    @classmethod
-    def from_assignment(
-        cls,
-        core: np.ndarray | list[int],
-        start_ns: np.ndarray | list[int],
-        num_cores: int,
-        scheduler: str,
-    ) -> Schedule:
-        """Build a schedule from a core per task and start times.
-
-        Each core's order sorts its tasks by (start, task id), which is the
-        deterministic tie-break every list scheduler here uses.
-        """
-        core = np.asarray(core, dtype=np.int64)
-        start = np.asarray(start_ns, dtype=np.int64)
-        orders: list[list[int]] = [[] for _ in range(num_cores)]
-        for task in np.lexsort((np.arange(core.shape[0]), start)).tolist():
-            orders[int(core[task])].append(task)
-        return cls(tuple(tuple(o) for o in orders), start, scheduler)

@@ -12,7 +12,7 @@ import pytest
 
 from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError, RaptorError
-from raptor_cp.evaluate import evaluate
+from raptor_cp.evaluation import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.models.latency import CpSatLatencyModel, plan_latency_model
 from raptor_cp.models.solve import SolveSettings

@@ -1,4 +1,4 @@
-"""Tests of `raptor_cp.evaluate` on hand-computed schedules."""
+"""Tests of `raptor_cp.evaluation` on hand-computed schedules."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from raptor_cp.errors import ScheduleViolationError
-from raptor_cp.evaluate import evaluate
+from raptor_cp.evaluation import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule

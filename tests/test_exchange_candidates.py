@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from raptor_cp.errors import NotFoundWithinBudgetError
-from raptor_cp.evaluate import evaluate
+from raptor_cp.evaluation import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics import exchange_candidates
 from raptor_cp.heuristics.exchange_admission import AdmissionLimits, admit

@@ -12,7 +12,7 @@ import pytest
 
 from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError
-from raptor_cp.evaluate import evaluate
+from raptor_cp.evaluation import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.heft import HeftScheduler, heft_schedule, upward_rank
 from raptor_cp.problems import LatencyProblem, Status

@@ -13,7 +13,7 @@ import pytest
 
 from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError
-from raptor_cp.evaluate import evaluate
+from raptor_cp.evaluation import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.peft import HopTransferRows, PeftScheduler, optimistic_cost_table
 from raptor_cp.problems import LatencyProblem, Status

@@ -10,7 +10,7 @@ import pytest
 
 from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import InvalidInputError
-from raptor_cp.evaluate import evaluate
+from raptor_cp.evaluation import evaluate
 from raptor_cp.flows import LatencyResult, Prepared
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems import LatencyProblem, LatencySolution, Status

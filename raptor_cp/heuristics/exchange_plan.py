@@ -44,7 +44,7 @@ from dataclasses import replace
 import numpy as np
 
 from raptor_cp.errors import InvalidConfigError, ScheduleViolationError
-from raptor_cp.evaluate import placement, task_costs
+from raptor_cp.evaluation import placement, task_costs
 from raptor_cp.exchange_format import (
     Address,
     Allocation,

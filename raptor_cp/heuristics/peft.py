@@ -83,7 +83,7 @@ import numpy as np
 
 from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError
-from raptor_cp.evaluate import evaluate
+from raptor_cp.evaluation import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.list_common import (
     CoreTimelines,

@@ -1,7 +1,7 @@
 """CP-SAT twin of the latency heuristics: minimise the makespan of a `LatencyProblem`.
 
 The model is a flexible job shop with communication delays and resident
-weights, exact for the problem `raptor_cp.check` and `raptor_cp.evaluate` define:
+weights, exact for the problem `raptor_cp.check` and `raptor_cp.evaluation` define:
 
 * ``on[t,p]``: task ``t`` runs on core ``p``; exactly one core per task. An
   optional interval of size ``graph.cost_on(t, p)`` starting at ``start[t]`` is
@@ -55,7 +55,7 @@ import numpy as np
 
 from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError, RaptorError, ScheduleViolationError
-from raptor_cp.evaluate import evaluate
+from raptor_cp.evaluation import evaluate
 from raptor_cp.models.solve import CpSatRun, SolveSettings, run_cpsat
 from raptor_cp.problems import LatencyProblem, LatencySolution, Status
 from raptor_cp.problems.latency import check_schedule

@@ -13,7 +13,6 @@ topological order too.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -21,6 +20,7 @@ import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.toposort import CycleFound, topological_order
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,29 +91,15 @@ def pipeline_groups(graph: ComputeGraph) -> PipelineGroups:
     dst = index[operation[graph.edge_dst]]
     cross = src != dst
     pairs = np.unique(src[cross] * n + dst[cross])
-    succ_src, succ_dst = (pairs // n).tolist(), (pairs % n).tolist()
-    successors: list[list[int]] = [[] for _ in range(n)]
-    indegree = [0] * n
-    for a, b in zip(succ_src, succ_dst, strict=True):
-        successors[a].append(b)
-        indegree[b] += 1
-    ready = [g for g in range(n) if indegree[g] == 0]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        g = heapq.heappop(ready)
-        order.append(g)
-        for h in successors[g]:
-            indegree[h] -= 1
-            if indegree[h] == 0:
-                heapq.heappush(ready, h)
-    if len(order) != n:
-        stuck = int(present[next(g for g in range(n) if indegree[g] > 0)])
+    try:
+        order = topological_order(n, pairs // n, pairs % n)
+    except CycleFound as found:
+        stuck = int(present[found.cycle[0]])
         raise InvalidInstanceError(
             f"{graph.name}: operation {_op_name(graph, stuck)!r} and its lanes depend on "
             "each other through another operation; pipeline groups need an acyclic "
             "operation graph"
-        )
+        ) from None
     by_group: list[list[int]] = [[] for _ in range(n)]
     for task in graph.topological_order.tolist():
         by_group[int(index[operation[task]])].append(task)

@@ -6,7 +6,7 @@ through. It knows nothing about who produced a schedule and enforces, in this
 order:
 
 1. placement: one start time per task, every task exactly once, on a core the
-   target has (`raptor_cp.evaluate.placement`);
+   target has (`raptor_cp.evaluation.placement`);
 2. resident-weight capacity: the distinct weights of the tasks on a core fit
    ``target.capacity(core)``;
 3. core order against dependencies: no task is placed after one of its
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError, ProvedInfeasibleError, ScheduleViolationError
-from raptor_cp.evaluate import edge_delays, evaluate, placement, task_costs
+from raptor_cp.evaluation import edge_delays, evaluate, placement, task_costs
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems.base import Solution
 from raptor_cp.schedule import Schedule

@@ -6,7 +6,7 @@ throughput selection"); its solution is a placed `PipelinePlan` whose
 how the plan was built. It enforces, in this order:
 
 1. placement: every task exactly once, on a core the target has
-   (`raptor_cp.evaluate.placement`);
+   (`raptor_cp.evaluation.placement`);
 2. stages: every core has one stage (``-1`` only for idle cores), the stages
    are ``0..S-1`` with at most ``max_stages`` of them, each with at least one core;
 3. groups: every task's core belongs to the stage of its group, stages cover
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from raptor_cp.errors import InvalidConfigError, ScheduleViolationError
-from raptor_cp.evaluate import placement
+from raptor_cp.evaluation import placement
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems.base import Solution
 from raptor_cp.problems.latency import LatencyProblem, check_capacity, check_core_order

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from raptor_cp.evaluate import Evaluation
+from raptor_cp.evaluation import Evaluation
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.reports.output import time_unit
 from raptor_cp.schedule import Schedule

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 
-from raptor_cp.evaluate import Evaluation, edge_delays
+from raptor_cp.evaluation import Evaluation, edge_delays
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
 
@@ -62,7 +62,7 @@ def transfer_intervals(
     """``(sent_ns, arrived_ns, edge)`` of every edge whose transfer takes time, sorted.
 
     A transfer leaves when its producer finishes and arrives ``transfer_ns`` later,
-    exactly as `raptor_cp.evaluate` times it (no link contention).
+    exactly as `raptor_cp.evaluation` times it (no link contention).
     """
     delay = edge_delays(problem, schedule.core).tolist()
     src = problem.graph.edge_src.tolist()

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from raptor_cp.errors import InvalidInputError, UnsupportedOperatorError
-from raptor_cp.workload.common import CycleFound, read_json, topological_order
+from raptor_cp.toposort import CycleFound, order_from_predecessors
+from raptor_cp.workload.common import read_json
 from raptor_cp.workload.model import (
     ALL_ROWS,
     SAME_ROWS,
@@ -141,7 +142,7 @@ def pimcomp_workload(document: Any, source: str, bits: int | None = None) -> Wor
                 raise node.error(f"provider {provider!r} is not a node of the file")
         predecessors.append([index_of[p] for p in node.providers])
     try:
-        order = topological_order(predecessors)
+        order = order_from_predecessors(predecessors)
     except CycleFound as found:
         names = [nodes[i].name for i in [*found.cycle, found.cycle[0]]]
         raise InvalidInputError(

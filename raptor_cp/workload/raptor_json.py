@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from raptor_cp.errors import InvalidInputError
-from raptor_cp.workload.common import CycleFound, read_json, topological_order
+from raptor_cp.toposort import CycleFound, order_from_predecessors
+from raptor_cp.workload.common import read_json
 from raptor_cp.workload.model import ALL_ROWS, Operation, OpKind, Workload
 
 FORMAT = "raptor-graph"
@@ -69,7 +70,7 @@ def raptor_graph_workload(document: Any, source: str) -> Workload:
         incoming[index_of[edge["dst"]]].append((edge["src"], int(edge.get("bytes", 0))))
 
     try:
-        order = topological_order([[index_of[src] for src, _ in edges] for edges in incoming])
+        order = order_from_predecessors([[index_of[src] for src, _ in edges] for edges in incoming])
     except CycleFound as found:
         names = [tasks[i]["name"] for i in [*found.cycle, found.cycle[0]]]
         raise InvalidInputError(

@@ -22,7 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from raptor_cp.errors import InvalidInputError
-from raptor_cp.workload.common import CycleFound, read_text, topological_order
+from raptor_cp.toposort import CycleFound, order_from_predecessors
+from raptor_cp.workload.common import read_text
 from raptor_cp.workload.model import ALL_ROWS, Operation, OpKind, Workload
 
 
@@ -100,7 +101,7 @@ def read_stg(path: str | Path) -> Workload:
         line_of.append(line)
 
     try:
-        order = topological_order(predecessors)
+        order = order_from_predecessors(predecessors)
     except CycleFound as found:
         ids = " -> ".join(str(t) for t in [*found.cycle, found.cycle[0]])
         raise InvalidInputError(
