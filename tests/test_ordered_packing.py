@@ -1,4 +1,4 @@
-"""Tests of the ordered packing curves (consecutive runs of tasks per core)."""
+"""Tests of ordered packing (consecutive runs of tasks per core), single query and batched."""
 
 from __future__ import annotations
 
@@ -6,15 +6,18 @@ import dataclasses
 import itertools
 import random
 
+import numpy as np
 import pytest
 
 from raptor_cp.errors import InvalidInstanceError
-from raptor_cp.heuristics.ordered_packing import (
-    demand_lower_bound,
-    ordered_packing,
-    ordered_packing_curve,
-)
+from raptor_cp.heuristics.ordered_packing import OrderedPacking, demand_lower_bound, ordered_packing
+from raptor_cp.heuristics.range_packing import UNAVAILABLE, RangePacker, capacity_reach
 from raptor_cp.problems import PackingProblem, Status, check_packing, packing_demand
+
+
+def ordered_packing_curve(problem: PackingProblem, max_cores: int) -> list[OrderedPacking | None]:
+    """One single query per core count ``1..max_cores``."""
+    return [ordered_packing(problem, k) for k in range(1, max_cores + 1)]
 
 
 def brute_force(problem: PackingProblem, cores: int) -> int | None:
@@ -110,15 +113,19 @@ def test_curve_is_non_increasing_and_keeps_the_largest_load_once_reached() -> No
     assert demand_lower_bound(problem, 3) == 5
 
 
-def test_single_query_agrees_with_the_curve() -> None:
+def test_single_query_agrees_with_the_batched_engine_without_edges() -> None:
     rng = random.Random(14)
     for _ in range(100):
         problem = random_problem(rng, with_edges=False)
-        curve = ordered_packing_curve(problem, 4)
-        for k in range(1, 5):
+        n = problem.num_tasks
+        reach = capacity_reach(problem.task_weights, problem.weight_size, problem.capacity)
+        packer = RangePacker(np.array(problem.loads, dtype=np.int64), reach)
+        ks = np.arange(1, 5)
+        batched = packer.costs(np.zeros(4, dtype=np.int64), np.full(4, n), ks)
+        for k, cost in zip(ks.tolist(), batched.tolist(), strict=True):
             alone = ordered_packing(problem, k)
-            assert (alone is None) == (curve[k - 1] is None)
-            assert alone is None or alone.cost == curve[k - 1].cost
+            assert (alone is None) == (cost == UNAVAILABLE)
+            assert alone is None or alone.cost == cost
 
 
 def test_a_run_takes_in_a_partner_to_save_its_transfer() -> None:
@@ -143,7 +150,7 @@ def test_zero_cores_are_rejected() -> None:
     with pytest.raises(
         InvalidInstanceError, match=r"^stage0: ordered packing needs >= 1 core, got 0$"
     ):
-        ordered_packing_curve(problem, 0)
+        ordered_packing(problem, 0)
 
 
 def test_empty_stage_costs_nothing() -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.ordered_packing import ordered_packing
+from raptor_cp.heuristics.range_packing import UNAVAILABLE, RangePacker, capacity_reach
 from raptor_cp.pipeline.groups import pipeline_groups
-from raptor_cp.pipeline.range_packing import UNAVAILABLE, RangePacker, capacity_reach
 from raptor_cp.pipeline.spans import DependencySpans
 from raptor_cp.pipeline.stage_costs import StageCosts, packing_order
 from raptor_cp.problems import (

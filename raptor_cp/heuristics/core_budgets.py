@@ -47,10 +47,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.heuristics.range_packing import UNAVAILABLE
 from raptor_cp.problems import StageCost
-
-UNAVAILABLE = np.iinfo(np.int64).max
-"""Sentinel for an unavailable stage cost in integer arrays."""
 
 
 class CostCache:

@@ -1,4 +1,4 @@
-"""Ordered packing curves: a stage's tasks, in order, cut into consecutive runs per core.
+"""Ordered packing of one stage: its tasks, in order, cut into consecutive runs, one per core.
 
 An *ordered* assignment of a `PackingProblem` on ``k`` cores is a linear
 partition of the task sequence ``0..T-1`` into at most ``k`` consecutive runs,
@@ -9,6 +9,14 @@ fit the core capacity; when no ordered assignment on ``k`` cores does, the
 answer is *unavailable* (None). The seeds ("Throughput scheduling uses one
 bounded joint optimizer") build such curves for every stage a partition proposes;
 one query is the ``Kpack`` of their complexity table.
+
+This module answers one query on one `PackingProblem` with its exact demand,
+edges included (the reuse-first stage packer's ``ordered`` candidate and the
+``ordered`` solver). The partition's curves price thousands of ranges of one
+task sequence at once with the batched form of the same greedy probe,
+`raptor_cp.heuristics.range_packing`, on loads that fold each task's incident
+transfers in (monotone, so batching is exact there); both share `capacity_reach`.
+On edge-free problems the two return the same cost and runs (tested).
 
 Algorithm: bottleneck binary search with a greedy feasibility probe, the classic
 method for the chains-on-chains (linear bottleneck partition) problem (Pinar and
@@ -38,26 +46,18 @@ Aykanat 2004 survey it; Frederickson 1991 gives exact parametric variants).
     when the cost meets the load lower bound).
 
 * Search for ``k`` cores: between the load bound ``max(max load, ceil(total / k))``
-  and the best probe found with at most ``k`` runs. Probes are shared along a
-  curve: a probe at ``B`` that needs ``r`` runs bounds every ``k >= r`` from above
-  by its cost and every ``k < r`` from below by ``B + 1`` (a proof without edges,
-  a search hint with them). A success moves the upper end to the probe's actual
-  cost, not to ``B``.
+  and the capacity-only runs (the greedy with an unlimited bound). A success
+  moves the upper end to the probe's actual cost, not to ``B``.
 
-Availability is exact in both cases: the greedy with an unlimited bound uses the
-fewest runs the capacity allows (``min_runs``), so ``k < min_runs`` is
-unavailable and every ``k >= min_runs`` has a finite, constructive cost. The
-curve is non-increasing: a packing stays feasible with idle extra cores.
+Availability is exact in both cases: the capacity-only greedy uses the fewest
+runs the capacity allows, so fewer cores are unavailable and every larger count
+has a finite, constructive cost.
 
 Complexity: a probe costs ``O(r log T)`` for ``r`` runs (plus, with edges,
 ``O(w + E_w)`` the first time a start is visited or its window grows, for ``w``
 ends within reach and ``E_w`` edges among them; kept windows take ``O(w)``
 memory each, ``O(T^2)`` at worst over all starts). One query does ``O(log L)``
-probes for the width ``L`` of its initial bracket; recording a probe costs
-``O(K)``. A curve of ``K`` cores stops searching as soon as the cost meets the
-largest task load, which no core count beats. Measured on resnet18 lowered for
-arch-a with 4 lanes (1170 tasks, 3467 edges), the curve for 1..168 cores takes
-about 0.08 s without and 0.3 s with edges.
+probes for the width ``L`` of its initial bracket.
 
 References
 ----------
@@ -78,6 +78,7 @@ from typing import ClassVar
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.heuristics.range_packing import capacity_reach
 from raptor_cp.problems import PackingProblem, PackingSolution, Status
 
 _MORE = -1
@@ -154,9 +155,9 @@ def ordered_packing(problem: PackingProblem, cores: int | None = None) -> Ordere
     cores = problem.cores if cores is None else cores
     _check_cores(problem, cores)
     search = _OrderedSearch(problem, cores)
-    if search.min_runs > cores:
+    if search.first.runs == _MORE:
         return None
-    return search.best(cores, search.first)
+    return search.best()
 
 
 @dataclass(frozen=True)
@@ -183,29 +184,6 @@ class OrderedPacker:
         return dataclasses.replace(found.solution(problem), wall_s=time.perf_counter() - began)
 
 
-def ordered_packing_curve(problem: PackingProblem, max_cores: int) -> list[OrderedPacking | None]:
-    """Ordered packings for ``k = 1..max_cores`` cores (entry ``k - 1``); None = unavailable.
-
-    ``problem.cores`` is not used: each entry answers its own core count. Costs
-    are non-increasing in ``k``.
-    """
-    _check_cores(problem, max_cores)
-    search = _OrderedSearch(problem, max_cores)
-    curve: list[OrderedPacking | None] = []
-    best: OrderedPacking | None = None
-    floor = max(problem.loads, default=0)
-    for k in range(1, max_cores + 1):
-        if k < search.min_runs:
-            curve.append(None)
-            continue
-        if best is not None and best.cost <= floor:
-            best = dataclasses.replace(best, cores=k, exact=True)
-        else:
-            best = search.best(k, search.first if best is None else best)
-        curve.append(best)
-    return curve
-
-
 def _check_cores(problem: PackingProblem, cores: int) -> None:
     if cores < 1:
         raise InvalidInstanceError(f"{problem.name}: ordered packing needs >= 1 core, got {cores}")
@@ -219,14 +197,16 @@ class _Probe:
 
 
 class _OrderedSearch:
-    """Preprocessed sequence and probe bookkeeping of one problem (see the module docstring)."""
+    """Preprocessed sequence and probes of one problem on ``cores`` cores (module docstring)."""
 
-    def __init__(self, problem: PackingProblem, max_runs: int) -> None:
+    def __init__(self, problem: PackingProblem, cores: int) -> None:
         self.problem = problem
         self.n = problem.num_tasks
-        self.max_runs = max_runs
+        self.cores = cores
         self.prefix = [0, *np.cumsum(problem.loads, dtype=np.int64).tolist()]
-        self.reach = _capacity_reach(problem)
+        self.reach = capacity_reach(
+            problem.task_weights, problem.weight_size, problem.capacity
+        ).tolist()
         edges = [(min(a, b), max(a, b), ns) for a, b, ns in problem.edges if a != b and ns > 0]
         self.has_edges = bool(edges)
         self.windows: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
@@ -240,68 +220,49 @@ class _OrderedSearch:
             np.add.at(incident, last, ns)
             self.incident_prefix = np.concatenate(([0], np.cumsum(incident)))
             self.load_prefix = np.array(self.prefix, dtype=np.int64)
-        self.raise_floor = [0] * (max_runs + 2)
-        """``raise_floor[k]``: a probe above it needed more than ``k`` runs."""
-        self.by_runs: list[_Probe | None] = [None] * (max_runs + 1)
         self.first = self._capacity_only()
-        self.min_runs = self.first.runs if self.first.runs != _MORE else max_runs + 1
 
-    def best(self, k: int, upper: _Probe | OrderedPacking) -> OrderedPacking:
-        """Binary search for ``k`` cores from a feasible ``upper`` (at most ``k`` runs)."""
-        hi = _Probe(len(upper.starts), upper.cost, upper.starts)
-        recorded = self.by_runs[k]
-        if recorded is not None and recorded.cost < hi.cost:
-            hi = recorded
-        bound = demand_lower_bound(self.problem, k)
-        lo = max(bound, self.raise_floor[k])
+    def best(self) -> OrderedPacking:
+        """Binary search between the load bound and the capacity-only runs (feasible)."""
+        hi = self.first
+        bound = demand_lower_bound(self.problem, self.cores)
+        lo = bound
         while lo < hi.cost:
             mid = (lo + hi.cost) // 2
             probe = self._probe(mid)
-            if probe.runs != _MORE and probe.runs <= k:
+            if probe.runs != _MORE:
                 hi = probe
             else:
                 lo = mid + 1
-        exact = not self.has_edges or k == 1 or hi.cost == bound
-        return OrderedPacking(k, hi.cost, hi.starts, self.n, exact)
-
-    def _record(self, bound: int, probe: _Probe) -> _Probe:
-        """Share a probe along the curve (see the module docstring)."""
-        limit = probe.runs if probe.runs != _MORE else self.max_runs + 1
-        for k in range(1, limit):
-            self.raise_floor[k] = max(self.raise_floor[k], bound + 1)
-        if probe.runs != _MORE:
-            for r in range(probe.runs, self.max_runs + 1):
-                held = self.by_runs[r]
-                if held is None or probe.cost < held.cost:
-                    self.by_runs[r] = probe
-        return probe
+        exact = not self.has_edges or self.cores == 1 or hi.cost == bound
+        return OrderedPacking(self.cores, hi.cost, hi.starts, self.n, exact)
 
     def _capacity_only(self) -> _Probe:
         """Runs as long as capacity allows: the fewest runs possible."""
         starts: list[int] = []
         cost, i = 0, 0
         while i < self.n:
-            if len(starts) == self.max_runs:
+            if len(starts) == self.cores:
                 return _Probe(_MORE, 0, ())
             starts.append(i)
             end = self.reach[i]
             cost = max(cost, self._demand(i, end))
             i = end
-        return self._record(-1, _Probe(len(starts), cost, tuple(starts)))
+        return _Probe(len(starts), cost, tuple(starts))
 
     def _probe(self, bound: int) -> _Probe:
         starts: list[int] = []
         cost, i = 0, 0
         while i < self.n:
-            if len(starts) == self.max_runs:
-                return self._record(bound, _Probe(_MORE, 0, ()))
+            if len(starts) == self.cores:
+                return _Probe(_MORE, 0, ())
             end, demand = self._run_end(i, bound)
             if end == i:
-                return self._record(bound, _Probe(_MORE, 0, ()))
+                return _Probe(_MORE, 0, ())
             starts.append(i)
             cost = max(cost, demand)
             i = end
-        return self._record(bound, _Probe(len(starts), cost, tuple(starts)))
+        return _Probe(len(starts), cost, tuple(starts))
 
     def _run_end(self, i: int, bound: int) -> tuple[int, int]:
         """Furthest end ``j`` of a run from ``i`` with demand <= ``bound`` (``i`` if none)."""
@@ -345,32 +306,3 @@ class _OrderedSearch:
         internal = int(self.edge_ns[lo:hi][self.edge_first[lo:hi] >= i].sum())
         incident = int(self.incident_prefix[j] - self.incident_prefix[i])
         return load + incident - 2 * internal
-
-
-def _capacity_reach(problem: PackingProblem) -> list[int]:
-    """``reach[i]``: largest ``j`` with the distinct weights of tasks ``[i, j)`` within capacity.
-
-    Two pointers over weight multiplicities, ``O(T + R)``. Every task fits alone
-    (`PackingProblem` rejects oversized tasks), so ``reach[i] > i``.
-    """
-    n = problem.num_tasks
-    weights = [sorted(set(w)) for w in problem.task_weights]
-    size = problem.weight_size
-    count = [0] * len(size)
-    used, j = 0, 0
-    reach = [0] * n
-    for i in range(n):
-        while j < n:
-            extra = sum(size[w] for w in weights[j] if count[w] == 0)
-            if used + extra > problem.capacity:
-                break
-            for w in weights[j]:
-                count[w] += 1
-            used += extra
-            j += 1
-        reach[i] = j
-        for w in weights[i]:
-            count[w] -= 1
-            if count[w] == 0:
-                used -= size[w]
-    return reach

@@ -70,7 +70,8 @@ from typing import ClassVar
 import numpy as np
 
 from raptor_cp.errors import InvalidConfigError
-from raptor_cp.heuristics.core_budgets import UNAVAILABLE, CostCache, minimax_budgets
+from raptor_cp.heuristics.core_budgets import CostCache, minimax_budgets
+from raptor_cp.heuristics.range_packing import UNAVAILABLE
 from raptor_cp.problems import PartitionProblem, PartitionSolution, Stage, Status
 
 SPARE_UNITS = 16

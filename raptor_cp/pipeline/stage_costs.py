@@ -52,8 +52,8 @@ import numpy as np
 
 from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.heuristics.range_packing import UNAVAILABLE, RangePacker, capacity_reach
 from raptor_cp.pipeline.groups import PipelineGroups
-from raptor_cp.pipeline.range_packing import UNAVAILABLE, RangePacker, capacity_reach
 from raptor_cp.pipeline.spans import DependencySpans
 from raptor_cp.problems import PackingProblem, packing_demand
 from raptor_cp.targets.base import SchedulingTarget

@@ -31,7 +31,7 @@ for many ``(start, stop, cores)`` queries at once with numpy, after one
   classic jumps of exact parametric search. Every round runs all open probes in
   lockstep, one numpy step per run, dropping finished queries.
 
-Unavailable (``-1``): ``k`` is below the fewest runs the capacity allows
+Unavailable (`UNAVAILABLE`): ``k`` is below the fewest runs the capacity allows
 (``min_runs``). Each finite cost is constructive: `runs` replays the greedy at
 that bound and returns the run starts.
 
@@ -52,8 +52,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-UNAVAILABLE = -1
-"""Cost of a query whose core count cannot hold the range's weights in order."""
+UNAVAILABLE = np.iinfo(np.int64).max
+"""The one sentinel of an unavailable cost in integer arrays (a query whose core count
+cannot hold the range's weights in order; `raptor_cp.heuristics.core_budgets` and the
+prefix DP read it too). The largest int64, so that a minimum skips it."""
 
 
 def capacity_reach(
