@@ -162,12 +162,10 @@ def run_cpsat(time_limit: float, workers: int, every: int) -> None:
 
 def shared_problems() -> Iterator[tuple[str, PackingProblem]]:
     """Stage problems of resnet18 on arch-a (see the module docstring)."""
-    from raptor_cp.targets.registry import resolve_target
-    from raptor_cp.workload.load import load_workload
-    from raptor_cp.workload.lowering import lower
+    from raptor_cp.flows import prepare
 
-    target = resolve_target("arch-a")
-    graph = lower(load_workload(MODEL), target, lanes=4)
+    prepared = prepare(MODEL, "arch-a", lanes=4)
+    graph, target = prepared.graph, prepared.target
     windows = {
         (first, min(first + width, len(graph.operation_names)))
         for first in SHARED_WINDOWS

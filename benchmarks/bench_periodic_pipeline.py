@@ -27,13 +27,11 @@ import numpy as np
 from bench_scaling import machine_info
 
 from raptor_cp.errors import RaptorError
+from raptor_cp.flows import prepare
 from raptor_cp.periodic import DeadlockError, maximum_cycle_ratio
 from raptor_cp.periodic.queue_engine import queue_estimate
 from raptor_cp.pipeline.initial import initial_pipeline
 from raptor_cp.pipeline.realize import pipeline_events
-from raptor_cp.targets.registry import resolve_target
-from raptor_cp.workload.load import load_workload
-from raptor_cp.workload.lowering import default_lanes, lower
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODELS = HERE.parent / "tests" / "data" / "models"
@@ -59,9 +57,8 @@ def _ratio(graph, method: str) -> tuple[str, float]:  # type: ignore[no-untyped-
 
 def row(model: str, target_name: str, depth: int) -> dict[str, object]:
     """One benchmark row (see the module docstring)."""
-    target = resolve_target(target_name)
-    workload = load_workload(MODELS / f"{model}.onnx")
-    graph = lower(workload, target, lanes=default_lanes(workload, target))
+    prepared = prepare(MODELS / f"{model}.onnx", target_name)
+    graph, target = prepared.graph, prepared.target
     try:
         result, plan_s = _timed(initial_pipeline, graph, target, depth)
     except RaptorError as error:

@@ -130,14 +130,12 @@ def _model_paths(names: list[str] | None) -> list[pathlib.Path]:
 def bench_partition(args: argparse.Namespace) -> None:
     from raptor_cp.audit.partition import compare_partition
     from raptor_cp.errors import ProvedInfeasibleError
+    from raptor_cp.flows import prepare
     from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
     from raptor_cp.models.partition import CpSatPartitionModel, partition_entries
     from raptor_cp.models.solve import SolveSettings
     from raptor_cp.pipeline.initial import partition_problem, tabulate_grid
     from raptor_cp.problems import LatencyProblem
-    from raptor_cp.targets.registry import resolve_target
-    from raptor_cp.workload.load import load_workload
-    from raptor_cp.workload.lowering import default_lanes, lower
 
     settings = SolveSettings(args.time_limit, args.workers)
     model = CpSatPartitionModel(settings, max_entries=args.max_entries)
@@ -148,10 +146,9 @@ def bench_partition(args: argparse.Namespace) -> None:
         writer = csv.DictWriter(handle, FIELDS)
         writer.writeheader()
         for target_name in args.targets:
-            target = resolve_target(target_name)
             for path in _model_paths(args.models):
-                workload = load_workload(path)
-                graph = lower(workload, target, lanes=default_lanes(workload, target))
+                prepared = prepare(path, target_name)
+                graph, target = prepared.graph, prepared.target
                 try:
                     LatencyProblem(graph, target)
                 except ProvedInfeasibleError as error:

@@ -53,14 +53,13 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from raptor_cp.evaluation import evaluate
+from raptor_cp.flows import prepare
 from raptor_cp.heuristics.heft import HeftScheduler
 from raptor_cp.heuristics.peft import PeftScheduler
 from raptor_cp.models.solve import SolveSettings
 from raptor_cp.problems import LatencyProblem, LatencySolution
 from raptor_cp.problems.latency import check_schedule
 from raptor_cp.targets.generic import GenericTarget
-from raptor_cp.workload.load import load_workload
-from raptor_cp.workload.lowering import lower
 
 DATA = pathlib.Path(__file__).resolve().parent / "data" / "stg-kasahara"
 HEURISTICS = (PeftScheduler(), HeftScheduler())
@@ -221,9 +220,8 @@ def claims_of(ref: Reference, who: str, makespan: int | None, bound: int | None)
 
 
 def run_heuristics(ref: Reference) -> tuple[Row, LatencyProblem]:
-    workload = load_workload(DATA / ref.instance)
-    target = GenericTarget(ref.procs)
-    problem = LatencyProblem(lower(workload, target), target)
+    prepared = prepare(DATA / ref.instance, GenericTarget(ref.procs))
+    problem = LatencyProblem(prepared.graph, prepared.target)
     solutions = {s.name: s.solve(problem) for s in HEURISTICS}
     row = Row(ref, next(iter(solutions.values())).bound or 0, solutions)
     for name, solution in solutions.items():
