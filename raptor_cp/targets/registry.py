@@ -12,8 +12,7 @@ from raptor_cp.errors import InvalidConfigError
 from raptor_cp.targets.base import SchedulingTarget
 from raptor_cp.targets.generic import GenericTarget
 from raptor_cp.targets.ipu import IPU_PRESETS, IpuTarget
-from raptor_cp.targets.pim import PimTarget
-from raptor_cp.targets.pim_config import load_pim_config
+from raptor_cp.targets.pim import PimTarget, load_pim_config
 
 PRESETS: tuple[str, ...] = ("arch-a", "arch-b", "pimcomp", "pimsim-64")
 """Shipped pimsim-nn configs; their sources are in ``presets/PRESETS.md``."""

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from raptor_cp.errors import InvalidInstanceError
 from raptor_cp.targets.base import FixedWork, MatrixWork, VectorWork, WeightTiling, Work
-from raptor_cp.targets.pim_config import MemoryConfig, PimConfig, load_pim_config
+from raptor_cp.targets.pim.config import MemoryConfig, PimConfig, load_pim_config
 
 _PS_PER_NS = 1000
 
