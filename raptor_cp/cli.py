@@ -230,7 +230,7 @@ def compile_command(
             workload, target_obj, graph, depth, out, progress, periodic=periodic_diagnostics
         )
         summary["lanes"] = lanes_used
-        summary["warnings"] = list(getattr(target_obj, "warnings", ()))
+        summary["warnings"] = list(target_obj.warnings)
         click.echo(json.dumps(summary, sort_keys=True) if as_json else summary_line(summary))
         return
     with _model_path(model, example) as path:
@@ -254,7 +254,7 @@ def compile_command(
         )
         lanes_used = summary["lanes"]
     summary["lanes"] = lanes_used
-    summary["warnings"] = list(getattr(target_obj, "warnings", ()))
+    summary["warnings"] = list(target_obj.warnings)
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
         return
@@ -306,7 +306,7 @@ def inspect_command(
     with _model_path(model, example=False) as path:
         workload, target_obj, graph, lanes_used = _prepare(path, target, lanes, bits, progress)
     if not as_json:
-        for warning in getattr(target_obj, "warnings", ()):
+        for warning in target_obj.warnings:
             click.echo(f"warning: {warning}", err=True)
     bounds = lower_bounds(graph, target_obj)
     report = _inspection(workload, target_obj, graph, lanes_used, bounds)
@@ -412,7 +412,7 @@ def _prepare(
     workload = load_workload(path, bits=bits)
     target = resolve_target(target_spec)
     progress.done("load", f"{workload.name}: {len(workload.operations)} operations")
-    for warning in getattr(target, "warnings", ()):
+    for warning in target.warnings:
         progress.say(f"warning: {warning}")
     graph, lanes_used = _lower(workload, target, lanes, progress)
     return workload, target, graph, lanes_used
@@ -563,7 +563,7 @@ def _inspection(
             "work_per_core_ns": bounds.work_per_core_ns,
             "cores_needed": bounds.cores_needed,
         },
-        "warnings": list(getattr(target, "warnings", ())),
+        "warnings": list(target.warnings),
     }
 
 

@@ -111,7 +111,7 @@ def verify(
     paths = expand_models(models)
     with staged_file(out) as staging:
         target = resolve_target(settings.target)
-        warnings = list(getattr(target, "warnings", ()))
+        warnings = list(target.warnings)
         for warning in warnings:
             progress.say(f"warning: {warning}")
         extra_json: dict[str, object] = {}

@@ -29,8 +29,8 @@ from raptor_cp.periodic.queue_engine import (
     queue_estimate,
     run_queue,
 )
-from raptor_cp.periodic.timing import GLOBAL_MEMORY, ProtocolStepTiming, step_timing
 from raptor_cp.reports.periodic_report import periodic_document
+from raptor_cp.targets.base import GLOBAL_MEMORY, ProtocolStepTiming
 from raptor_cp.targets.generic import GenericTarget
 
 
@@ -314,7 +314,7 @@ def test_document_has_timing_graph_and_is_not_selectable() -> None:
 
 
 def test_protocol_timing_prices_payload_with_transfer_ns() -> None:
-    timing = step_timing(GenericTarget(2, 3))
+    timing = GenericTarget(2, 3).step_timing()
     assert isinstance(timing, ProtocolStepTiming)
     assert timing.data_ns(0, 1, 5) == 15
     assert timing.data_ns(0, GLOBAL_MEMORY, 5) == 0

@@ -57,7 +57,6 @@ from raptor_cp.periodic.events import (
     Wait,
     build_events,
 )
-from raptor_cp.periodic.timing import step_timing
 from raptor_cp.targets.base import MatrixWork, VectorWork
 from raptor_cp.targets.pim import PimTarget
 
@@ -376,7 +375,7 @@ def artifact_events(artifact: Artifact, target: PimTarget) -> EventGraph:
         )
         cores.append(steps)
         origin.append(first)
-    return build_events(cores, step_timing(target), name=name, origin=origin)
+    return build_events(cores, target.step_timing(), name=name, origin=origin)
 
 
 def _steps(
@@ -390,7 +389,7 @@ def _steps(
 
     Also returns the index of each step's (first) instruction.
     """
-    timing = step_timing(target)
+    timing = target.step_timing()
     cycle = timing.cycle_ns()
     rows, cols = target.config.chip.core.matrix.xbar_size
     steps: list[Step] = []

@@ -4,6 +4,13 @@ Heuristics, CP-SAT models and evaluators talk to hardware only through this
 protocol. Lowering describes each task's work in target-neutral units
 (`MatrixWork`, `VectorWork`, `FixedWork`) and the target prices it in integer
 nanoseconds.
+
+Analyses beyond scheduling ask the target for what they need, never for its
+config (ARCHITECTURE.md, "Hardware semantics live only in a target adapter"):
+
+* `SchedulingTarget.step_timing`: the phase prices of a communication step
+  (`StepTiming`) for the periodic event builder. A target that knows no more
+  than whole transfers answers `ProtocolStepTiming` (derived from the protocol).
 """
 
 from __future__ import annotations
@@ -68,6 +75,83 @@ class WeightTiling:
     """Crossbars one (row slice, column block) array group occupies, per column block."""
 
 
+GLOBAL_MEMORY = -1
+"""``dst`` of `StepTiming.control_ns` / `StepTiming.data_ns` for the global memory."""
+
+
+class StepTiming(Protocol):
+    """Integer-nanosecond prices of the phases of a communication step.
+
+    `raptor_cp.periodic.events` splits every communication into its phases (a
+    control flit, the source's local read, the payload's flits, the
+    destination's local write, the global memory's service) because the queue
+    engine serializes some of them on a source switch or the memory controller
+    and not others; a `SchedulingTarget` prices whole transfers, its
+    `SchedulingTarget.step_timing` the phases.
+    """
+
+    def cycle_ns(self) -> int:
+        """One core clock period: scalar issue, and SYNC's local execution."""
+        ...
+
+    def control_ns(self, src: int, dst: int) -> int:
+        """A one-flit control message from core ``src`` to ``dst`` (or `GLOBAL_MEMORY`)."""
+        ...
+
+    def data_ns(self, src: int, dst: int, nbytes: int) -> int:
+        """The flits of an ``nbytes`` payload from core ``src`` to ``dst`` (or `GLOBAL_MEMORY`)."""
+        ...
+
+    def local_read_ns(self, nbytes: int) -> int:
+        """A core's local-memory read of ``nbytes``."""
+        ...
+
+    def local_write_ns(self, nbytes: int) -> int:
+        """A core's local-memory write of ``nbytes``."""
+        ...
+
+    def global_read_ns(self, nbytes: int) -> int:
+        """The global memory's service of one ``nbytes`` read (no network, no local write)."""
+        ...
+
+    def global_write_ns(self, nbytes: int) -> int:
+        """The global memory's service of one ``nbytes`` write (no network, no local read)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ProtocolStepTiming:
+    """`StepTiming` from the `SchedulingTarget` protocol alone (targets without phase prices).
+
+    The payload phase carries the whole `transfer_ns`; the memory controller's
+    service is the target's `global_read_ns` / `global_write_ns`; control
+    flits and local memory are free and SYNC completes at once.
+    """
+
+    target: SchedulingTarget
+
+    def cycle_ns(self) -> int:
+        return 0
+
+    def control_ns(self, src: int, dst: int) -> int:
+        return 0
+
+    def data_ns(self, src: int, dst: int, nbytes: int) -> int:
+        return 0 if dst == GLOBAL_MEMORY else self.target.transfer_ns(src, dst, nbytes)
+
+    def local_read_ns(self, nbytes: int) -> int:
+        return 0
+
+    def local_write_ns(self, nbytes: int) -> int:
+        return 0
+
+    def global_read_ns(self, nbytes: int) -> int:
+        return self.target.global_read_ns(nbytes)
+
+    def global_write_ns(self, nbytes: int) -> int:
+        return self.target.global_write_ns(nbytes)
+
+
 @runtime_checkable
 class SchedulingTarget(Protocol):
     """The hardware as schedulers see it. All times are integer nanoseconds."""
@@ -120,4 +204,16 @@ class SchedulingTarget(Protocol):
 
     def describe(self) -> dict[str, object]:
         """A JSON-ready summary of the target for reports and `inspect`."""
+        ...
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the user should know about how the target was read (the CLI prints them)."""
+        ...
+
+    def step_timing(self) -> StepTiming:
+        """Phase prices of communication steps, for the periodic event builder.
+
+        A target without phase-level prices returns ``ProtocolStepTiming(self)``.
+        """
         ...

@@ -40,7 +40,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from raptor_cp.errors import InvalidConfigError, InvalidInstanceError
-from raptor_cp.targets.base import FixedWork, MatrixWork, VectorWork, WeightTiling, Work
+from raptor_cp.targets.base import (
+    FixedWork,
+    MatrixWork,
+    ProtocolStepTiming,
+    StepTiming,
+    VectorWork,
+    WeightTiling,
+    Work,
+)
 
 VECTOR_BITS = 64
 """Width of one vector instruction (assumption, see the module docstring)."""
@@ -244,6 +252,14 @@ class IpuTarget:
     def global_write_ns(self, nbytes: int) -> int:
         """0: outputs stay in tile SRAM (streaming memory is not modelled)."""
         return 0
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return ()
+
+    def step_timing(self) -> StepTiming:
+        """Whole transfers only (`ProtocolStepTiming`): the exchange is priced per superstep."""
+        return ProtocolStepTiming(self)
 
     def describe(self) -> dict[str, object]:
         c = self.chip
