@@ -20,7 +20,7 @@ Storage is indexed arrays, ``O(V + E)``; generations are never unrolled.
 compute runs, direct SEND/RECV, global loads and stores, SYNC signals and WAIT
 counts -- into an `EventGraph`, with the phase prices of a `StepTiming` (the
 target's `step_timing`). Both the instruction-artifact frontend
-(`raptor_cp.periodic.artifact`) and the realization of pipeline schedules build
+(`raptor_cp.targets.pim.artifact`) and the realization of pipeline schedules build
 through it. The semantics are the target adapter's (scheduling.md, "Periodic
 dependency diagnostics" and "Post-codegen instruction diagnostic"):
 

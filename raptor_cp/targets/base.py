@@ -11,12 +11,22 @@ config (ARCHITECTURE.md, "Hardware semantics live only in a target adapter"):
 * `SchedulingTarget.step_timing`: the phase prices of a communication step
   (`StepTiming`) for the periodic event builder. A target that knows no more
   than whole transfers answers `ProtocolStepTiming` (derived from the protocol).
+* `SchedulingTarget.instruction_frontend`: the reader of instruction artifacts
+  compiled for the chip (`InstructionFrontend`), or None.
+
+An optional capability a target lacks is answered with None; a caller that
+cannot go on without it raises `raptor_cp.errors.CapabilityUnavailableError`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from raptor_cp.periodic.steps import Step
 
 UNLIMITED_CAPACITY = 2**62
 """Resident-weight capacity of a core that has no limit (generic targets)."""
@@ -152,6 +162,40 @@ class ProtocolStepTiming:
         return self.target.global_write_ns(nbytes)
 
 
+@dataclass(frozen=True)
+class InstructionPrograms:
+    """An instruction artifact read as one in-order `Step` program per core (one generation).
+
+    The input of `raptor_cp.periodic.events.build_events` (with the target's
+    `SchedulingTarget.step_timing`).
+    """
+
+    source: str
+    """The artifact's path, naming the event graph in messages."""
+    instructions: int
+    """Instructions read, over all cores."""
+    cores: list[list[Step]]
+    """``cores[c]``: core ``c``'s steps; an empty list is an idle core."""
+    origin: list[list[int]]
+    """``origin[c][i]``: the index of the (first) instruction of step ``i`` of core ``c``."""
+
+
+class InstructionFrontend(Protocol):
+    """Reads the instruction artifacts compiled for one target (an optional capability)."""
+
+    @property
+    def effects(self) -> tuple[str, ...]:
+        """Approximations the frontend makes, listed with a report's missing effects."""
+        ...
+
+    def read(self, path: str | Path) -> InstructionPrograms:
+        """The artifact at ``path`` as step programs priced by the target.
+
+        Raises `raptor_cp.errors.InvalidInputError` naming the file and field.
+        """
+        ...
+
+
 @runtime_checkable
 class SchedulingTarget(Protocol):
     """The hardware as schedulers see it. All times are integer nanoseconds."""
@@ -216,4 +260,8 @@ class SchedulingTarget(Protocol):
 
         A target without phase-level prices returns ``ProtocolStepTiming(self)``.
         """
+        ...
+
+    def instruction_frontend(self) -> InstructionFrontend | None:
+        """The reader of instruction artifacts compiled for this target; None without one."""
         ...

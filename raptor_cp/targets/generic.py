@@ -105,6 +105,10 @@ class GenericTarget:
         """
         return ProtocolStepTiming(self)
 
+    def instruction_frontend(self) -> None:
+        """None: no instruction format is modelled for this target."""
+        return None
+
     def describe(self) -> dict[str, object]:
         return {
             "kind": "generic",

@@ -261,6 +261,10 @@ class IpuTarget:
         """Whole transfers only (`ProtocolStepTiming`): the exchange is priced per superstep."""
         return ProtocolStepTiming(self)
 
+    def instruction_frontend(self) -> None:
+        """None: no instruction format is modelled for this target."""
+        return None
+
     def describe(self) -> dict[str, object]:
         c = self.chip
         return {

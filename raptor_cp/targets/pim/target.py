@@ -23,6 +23,7 @@ from pathlib import Path
 
 from raptor_cp.errors import InvalidInstanceError
 from raptor_cp.targets.base import FixedWork, MatrixWork, VectorWork, WeightTiling, Work
+from raptor_cp.targets.pim.artifact import PimInstructionFrontend
 from raptor_cp.targets.pim.config import PimConfig, load_pim_config
 from raptor_cp.targets.pim.timing import (
     PS_PER_NS,
@@ -264,6 +265,10 @@ class PimTarget:
             local=self._local,
             global_memory=self._global,
         )
+
+    def instruction_frontend(self) -> PimInstructionFrontend:
+        """pimsim-nn instruction files (`raptor_cp.targets.pim.artifact`)."""
+        return PimInstructionFrontend(self, self._config.chip.core.matrix.xbar_size)
 
     def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
         """send/recv (``TransferUnit``): 1-flit request, 1-flit ready, read, flits, write.
