@@ -30,7 +30,7 @@ from raptor_cp.errors import (
 from raptor_cp.problems import LatencyProblem, Status
 from raptor_cp.reports.output import dumps, format_ns, staged_directory
 from raptor_cp.solvers import LATENCY_SOLVERS, latency_solver
-from raptor_cp.targets.registry import DEFAULT_TARGET, PRESETS, resolve_target
+from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target, target_help
 
 if TYPE_CHECKING:
     from raptor_cp.bounds import LowerBounds
@@ -110,7 +110,7 @@ _target_option = click.option(
     "-t",
     default=DEFAULT_TARGET,
     show_default=True,
-    help=f"Preset ({', '.join(PRESETS)}, generic:P[:NS_PER_BYTE]) or a pimsim-nn config path.",
+    help=target_help(),
 )
 _lanes_option = click.option(
     "--lanes",
