@@ -69,6 +69,7 @@ def periodic_command(
 
 def _analyse(artifact: Path, spec: str, method: str) -> dict[str, Any]:
     from raptor_cp.errors import CapabilityUnavailableError
+    from raptor_cp.periodic.analysis import analyse_periodic
     from raptor_cp.periodic.events import build_events
     from raptor_cp.reports.periodic_report import periodic_document
     from raptor_cp.targets.registry import resolve_target
@@ -87,10 +88,9 @@ def _analyse(artifact: Path, spec: str, method: str) -> dict[str, Any]:
         programs.cores, target.step_timing(), name=programs.source, origin=programs.origin
     )
     document = periodic_document(
-        events,
+        analyse_periodic(events, method),
         source=str(artifact),
         target=target.name,
-        method=method,
         missing_effects=frontend.effects,
     )
     document["instructions"] = programs.instructions

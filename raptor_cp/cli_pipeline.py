@@ -160,16 +160,17 @@ def periodic_report(
     """The ``pipeline_periodic.json`` document of a placed pipeline (read-only).
 
     The schedule is realized as per-core programs
-    (`raptor_cp.pipeline.realize`) and analysed by `periodic_document`; the
+    (`raptor_cp.pipeline.realize`) and analysed by `analyse_periodic`; the
     realization's omissions join the model's ``missing_effects``.
     """
+    from raptor_cp.periodic.analysis import analyse_periodic
     from raptor_cp.pipeline.realize import REALIZATION_EFFECTS, pipeline_events
     from raptor_cp.reports.periodic_report import periodic_document
 
     stage = plan.task_stage(graph.num_tasks)
     events, realization = pipeline_events(graph, target, plan.schedule, stage, name=model)
     document = periodic_document(
-        events,
+        analyse_periodic(events),
         source=f"{model} pipeline schedule (depth {depth})",
         target=target.name,
         missing_effects=REALIZATION_EFFECTS,
