@@ -1,14 +1,14 @@
 """``raptor-cp exchange PLAN.json`` and the IPU branch of ``compile --exchange-budget``.
 
-``exchange`` prices a saved exchange plan (`raptor_cp.exchange_format`): the
+``exchange`` prices a saved exchange plan (`raptor_cp.exchange.plan`): the
 footprint estimate of every stored phase and of the busiest tile, with and
 without structural sharing; without ``--footprint-only`` it also runs the exact
 encoder and prints the estimate's error per phase and on the busiest tile
 (``(estimate - exact) / exact``). ``--json`` prints one object instead.
 
 `compile_admitted` is what ``compile --target ipu-mk1|ipu-mk2 --exchange-budget
-BYTES`` runs: budget-aware admission (`raptor_cp.heuristics.exchange_admission`)
-over the candidates of `raptor_cp.heuristics.exchange_candidates`, then the
+BYTES`` runs: budget-aware admission (`raptor_cp.exchange.admission`)
+over the candidates of `raptor_cp.exchange.candidates`, then the
 usual checked schedule files plus ``exchange_plan.json`` (the selected plan)
 and ``reports/exchange_admission.json`` (every candidate's estimate, exact
 size, error, decision and ranking reason). When no candidate's exact table
@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from raptor_cp.heuristics.exchange_admission import Admission
-    from raptor_cp.heuristics.exchange_candidates import WorkloadCandidates
-    from raptor_cp.heuristics.exchange_footprint import Footprint
+    from raptor_cp.exchange.admission import Admission
+    from raptor_cp.exchange.candidates import WorkloadCandidates
+    from raptor_cp.exchange.footprint import Footprint
     from raptor_cp.targets.base import SchedulingTarget
     from raptor_cp.workload.model import Workload
 
@@ -63,10 +63,10 @@ def exchange_command(plan: Path, footprint_only: bool, as_json: bool) -> None:
 
 def exchange_report(path: Path, footprint_only: bool) -> dict[str, Any]:
     """The facts ``exchange`` prints, as a JSON-ready dict."""
-    from raptor_cp.exchange_format import load_plan
-    from raptor_cp.heuristics.exchange_candidates import count_fragments
-    from raptor_cp.heuristics.exchange_encoder import encode_exchange, phase_errors
-    from raptor_cp.heuristics.exchange_footprint import estimate_footprint
+    from raptor_cp.exchange.candidates import count_fragments
+    from raptor_cp.exchange.encoder import encode_exchange, phase_errors
+    from raptor_cp.exchange.footprint import estimate_footprint
+    from raptor_cp.exchange.plan import load_plan
 
     plan = load_plan(path)
     began = time.perf_counter()
@@ -181,8 +181,8 @@ def compile_admitted(
         When no candidate's exact table fits (the report is written first).
     """
     from raptor_cp.errors import InvalidConfigError, NotFoundWithinBudgetError
-    from raptor_cp.heuristics.exchange_admission import AdmissionLimits, admit
-    from raptor_cp.heuristics.exchange_candidates import CandidateOptions, WorkloadCandidates
+    from raptor_cp.exchange.admission import AdmissionLimits, admit
+    from raptor_cp.exchange.candidates import CandidateOptions, WorkloadCandidates
     from raptor_cp.targets.ipu import IpuTarget
 
     if not isinstance(target, IpuTarget):
@@ -233,8 +233,8 @@ def _write_selected(
     from raptor_cp.check import check
     from raptor_cp.cli import OUTPUT_FILES, write_schedule_files
     from raptor_cp.evaluate import evaluate
-    from raptor_cp.exchange_format import write_plan
-    from raptor_cp.heuristics.exchange_admission import admission_report
+    from raptor_cp.exchange.admission import admission_report
+    from raptor_cp.exchange.plan import write_plan
     from raptor_cp.problems import LatencySolution, Status
     from raptor_cp.reports.output import dumps, format_ns, staged_directory
 
@@ -289,8 +289,8 @@ def _write_admission(
 ) -> None:
     """On failure: the admission report and the closest plan, nothing else."""
     from raptor_cp.cli import OUTPUT_FILES
-    from raptor_cp.exchange_format import write_plan
-    from raptor_cp.heuristics.exchange_admission import admission_report
+    from raptor_cp.exchange.admission import admission_report
+    from raptor_cp.exchange.plan import write_plan
     from raptor_cp.reports.output import dumps, staged_directory
 
     with staged_directory(out, OUTPUT_FILES) as staging:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from raptor_cp.errors import InvalidConfigError
-from raptor_cp.heuristics.exchange_admission import (
+from raptor_cp.exchange.admission import (
     AdmissionLimits,
     ExactRecord,
     PlanRecord,

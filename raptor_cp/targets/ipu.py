@@ -32,7 +32,7 @@ Tile compute model (derived and assumed, not measured):
 
 Resident weights: capacity is the whole tile SRAM in bytes. Activations, code
 and exchange tables also live there and are *not* charged against it; the
-exchange-table footprint is checked separately (`raptor_cp.heuristics.exchange_footprint`).
+exchange-table footprint is checked separately (`raptor_cp.exchange.footprint`).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ import numpy as np
 
 from raptor_cp.errors import InvalidConfigError, ScheduleViolationError
 from raptor_cp.evaluate import placement, task_costs
-from raptor_cp.exchange_format import (
+from raptor_cp.exchange.plan import (
     Address,
     Allocation,
     ExchangePlan,

@@ -1,4 +1,4 @@
-"""Candidate exchange plans of one workload on an IPU, for `exchange_admission`.
+"""Candidate exchange plans of one workload on an IPU, for `raptor_cp.exchange.admission`.
 
 A candidate varies what the seed varies before an exchange table exists:
 
@@ -40,12 +40,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from raptor_cp.errors import NotFoundWithinBudgetError, ProvedInfeasibleError
-from raptor_cp.exchange_format import ExchangePlan
+from raptor_cp.exchange.admission import ExactRecord, PlanRecord
+from raptor_cp.exchange.encoder import encode_exchange
+from raptor_cp.exchange.footprint import estimate_footprint
+from raptor_cp.exchange.plan import ExchangePlan
+from raptor_cp.exchange.planning import bsp_makespan_ns, build_exchange_plan
 from raptor_cp.graph import ComputeGraph
-from raptor_cp.heuristics.exchange_admission import ExactRecord, PlanRecord
-from raptor_cp.heuristics.exchange_encoder import encode_exchange
-from raptor_cp.heuristics.exchange_footprint import estimate_footprint
-from raptor_cp.heuristics.exchange_plan import bsp_makespan_ns, build_exchange_plan
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
 from raptor_cp.solvers import latency_solver

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from raptor_cp.errors import InvalidConfigError
-from raptor_cp.heuristics.exchange_encoder import FootprintError
+from raptor_cp.exchange.encoder import FootprintError
 
 DEFAULT_PENALTIES = (0, 16, 256)
 """Storage penalties of the retries, ns per estimated table byte (the seed's 0, 16, 256)."""
