@@ -233,9 +233,9 @@ def _write_selected(
     from raptor_cp.check import check
     from raptor_cp.cli import OUTPUT_FILES, write_schedule_files
     from raptor_cp.evaluate import evaluate
-    from raptor_cp.exchange.admission import admission_report
     from raptor_cp.exchange.plan import write_plan
     from raptor_cp.problems import LatencySolution, Status
+    from raptor_cp.reports.exchange_admission import admission_report
     from raptor_cp.reports.output import dumps, format_ns, staged_directory
 
     record, built = state.records[key], source.built[key]
@@ -289,8 +289,8 @@ def _write_admission(
 ) -> None:
     """On failure: the admission report and the closest plan, nothing else."""
     from raptor_cp.cli import OUTPUT_FILES
-    from raptor_cp.exchange.admission import admission_report
     from raptor_cp.exchange.plan import write_plan
+    from raptor_cp.reports.exchange_admission import admission_report
     from raptor_cp.reports.output import dumps, staged_directory
 
     with staged_directory(out, OUTPUT_FILES) as staging:

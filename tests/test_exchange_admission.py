@@ -18,12 +18,12 @@ from raptor_cp.exchange.admission import (
     AdmissionLimits,
     ExactRecord,
     PlanRecord,
-    admission_report,
     admit,
     rank,
     ranking_reason,
     shortlist,
 )
+from raptor_cp.reports.exchange_admission import admission_report
 
 BUDGET = 1000
 
