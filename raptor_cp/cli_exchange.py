@@ -180,19 +180,23 @@ def compile_admitted(
     NotFoundWithinBudgetError
         When no candidate's exact table fits (the report is written first).
     """
-    from raptor_cp.errors import InvalidConfigError, NotFoundWithinBudgetError
+    from raptor_cp.errors import CapabilityUnavailableError, NotFoundWithinBudgetError
     from raptor_cp.exchange.admission import AdmissionLimits, admit
     from raptor_cp.exchange.candidates import CandidateOptions, WorkloadCandidates
-    from raptor_cp.targets.ipu import IpuTarget
+    from raptor_cp.targets.registry import preset_names
 
-    if not isinstance(target, IpuTarget):
-        raise InvalidConfigError(
-            f"--exchange-budget needs an ipu target (ipu-mk1, ipu-mk2), got {target.name}"
+    machine = target.exchange()
+    if machine is None:
+        raise CapabilityUnavailableError(
+            f"--exchange-budget needs an ipu target ({', '.join(preset_names('ipu'))}), "
+            f"got {target.name}",
+            target=target.name,
+            capability="exchange",
         )
     expanded, placement, schedule = finalists
     limits = AdmissionLimits(expanded, placement, schedule)
-    options = CandidateOptions.for_workload(workload, target, lanes, scheduler)
-    source = WorkloadCandidates(workload, target, options)
+    options = CandidateOptions.for_workload(workload, machine, lanes, scheduler)
+    source = WorkloadCandidates(workload, machine, options)
     state = admit(source, budget, limits)
     placed = sum(a.placements_run for a in state.attempts)
     encoded = sum(a.encodings_run for a in state.attempts)

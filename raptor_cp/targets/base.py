@@ -13,6 +13,9 @@ config (ARCHITECTURE.md, "Hardware semantics live only in a target adapter"):
   than whole transfers answers `ProtocolStepTiming` (derived from the protocol).
 * `SchedulingTarget.instruction_frontend`: the reader of instruction artifacts
   compiled for the chip (`InstructionFrontend`), or None.
+* `SchedulingTarget.exchange`: the target as a bulk-synchronous tile machine
+  (`ExchangeTarget`: transfer length limit, tile memory, superstep timing,
+  tile- and block-budget variants) for exchange planning, or None.
 
 An optional capability a target lacks is answered with None; a caller that
 cannot go on without it raises `raptor_cp.errors.CapabilityUnavailableError`.
@@ -20,6 +23,7 @@ cannot go on without it raises `raptor_cp.errors.CapabilityUnavailableError`.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -264,4 +268,48 @@ class SchedulingTarget(Protocol):
 
     def instruction_frontend(self) -> InstructionFrontend | None:
         """The reader of instruction artifacts compiled for this target; None without one."""
+        ...
+
+    def exchange(self) -> ExchangeTarget | None:
+        """This target as a bulk-synchronous exchange machine; None when it is not one."""
+        ...
+
+
+class ExchangeTarget(SchedulingTarget, Protocol):
+    """A bulk-synchronous tile machine: what exchange planning and admission ask of it.
+
+    Tiles compute, sync, then move data on an all-to-all exchange (the seed
+    "Exchange footprint model"); a target is one when its
+    `SchedulingTarget.exchange` returns it.
+    """
+
+    @property
+    def max_transfer_words(self) -> int:
+        """ISA limit on one transfer's length in 32-bit words (longer payloads are split)."""
+        ...
+
+    @property
+    def tile_memory_bytes(self) -> int:
+        """Memory of one tile in bytes (weights, activations, code, exchange tables)."""
+        ...
+
+    @property
+    def block_bytes(self) -> int:
+        """Largest weight block `weight_tiling` puts on one tile."""
+        ...
+
+    def superstep_ns(self, compute_ns: int, exchange_bytes: int) -> int:
+        """The busiest tile's ``compute_ns``, one sync, then ``exchange_bytes`` on the exchange."""
+        ...
+
+    def with_tiles(self, tiles: int) -> ExchangeTarget:
+        """The same machine cut down to its first ``tiles`` tiles."""
+        ...
+
+    def with_weight_block(self, nbytes: int) -> ExchangeTarget:
+        """The same machine with weight blocks of at most ``nbytes``."""
+        ...
+
+    def cost_key(self) -> Hashable:
+        """What prices work and memory: equal keys and block budgets lower to equal graphs."""
         ...

@@ -105,6 +105,10 @@ class GenericTarget:
         """
         return ProtocolStepTiming(self)
 
+    def exchange(self) -> None:
+        """None: not a bulk-synchronous exchange machine."""
+        return None
+
     def instruction_frontend(self) -> None:
         """None: no instruction format is modelled for this target."""
         return None

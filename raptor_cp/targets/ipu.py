@@ -265,6 +265,28 @@ class IpuTarget:
         """None: no instruction format is modelled for this target."""
         return None
 
+    # -- exchange capability -------------------------------------------------
+
+    def exchange(self) -> IpuTarget:
+        """The IPU is the bulk-synchronous exchange machine (`ExchangeTarget`)."""
+        return self
+
+    @property
+    def max_transfer_words(self) -> int:
+        return self.chip.max_transfer_words
+
+    @property
+    def tile_memory_bytes(self) -> int:
+        return self.chip.sram_bytes
+
+    def with_weight_block(self, nbytes: int) -> IpuTarget:
+        """The same chip with weight blocks of at most ``nbytes`` (`weight_block_bytes`)."""
+        return replace(self, weight_block_bytes=nbytes)
+
+    def cost_key(self) -> IpuChip:
+        """The chip's facts: they price every task; the block budget is `block_bytes`."""
+        return self.chip
+
     def describe(self) -> dict[str, object]:
         c = self.chip
         return {

@@ -266,6 +266,10 @@ class PimTarget:
             global_memory=self._global,
         )
 
+    def exchange(self) -> None:
+        """None: not a bulk-synchronous exchange machine."""
+        return None
+
     def instruction_frontend(self) -> PimInstructionFrontend:
         """pimsim-nn instruction files (`raptor_cp.targets.pim.artifact`)."""
         return PimInstructionFrontend(self, self._config.chip.core.matrix.xbar_size)
