@@ -20,10 +20,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from raptor_cp.errors import InvalidInstanceError
 from raptor_cp.targets.base import FixedWork, MatrixWork, VectorWork, WeightTiling, Work
-from raptor_cp.targets.pim.artifact import PimInstructionFrontend
 from raptor_cp.targets.pim.config import PimConfig, load_pim_config
 from raptor_cp.targets.pim.timing import (
     PS_PER_NS,
@@ -32,6 +32,9 @@ from raptor_cp.targets.pim.timing import (
     ceil_div,
     round_half_up,
 )
+
+if TYPE_CHECKING:
+    from raptor_cp.targets.pim.artifact import PimInstructionFrontend
 
 
 def _mesh_latency(hops: int) -> int:
@@ -271,7 +274,13 @@ class PimTarget:
         return None
 
     def instruction_frontend(self) -> PimInstructionFrontend:
-        """pimsim-nn instruction files (`raptor_cp.targets.pim.artifact`)."""
+        """pimsim-nn instruction files (`raptor_cp.targets.pim.artifact`).
+
+        Imported on demand: only ``raptor-cp periodic`` reads artifacts, and the
+        reader pulls in `raptor_cp.periodic`.
+        """
+        from raptor_cp.targets.pim.artifact import PimInstructionFrontend
+
         return PimInstructionFrontend(self, self._config.chip.core.matrix.xbar_size)
 
     def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
