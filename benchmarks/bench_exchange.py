@@ -6,7 +6,7 @@ Usage::
         [--tight 3072 2048] [--out benchmarks/results/exchange_vit_b16_1layer.md]
 
 For every batch it runs the admission ``compile --exchange-budget`` runs (default
-candidates and limits, `raptor_cp.heuristics.exchange_candidates`), then -- for
+candidates and limits, `raptor_cp.exchange.candidates`), then -- for
 measurement only, outside admission -- encodes exactly every placed candidate
 admission did not encode, and writes a Markdown report: per candidate the
 estimated and exact busiest-tile bytes with and without structural sharing,
@@ -30,14 +30,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from raptor_cp.heuristics.exchange_admission import (
+from raptor_cp.exchange.admission import (
     Admission,
     AdmissionLimits,
     ExactRecord,
     PlanRecord,
     admit,
 )
-from raptor_cp.heuristics.exchange_candidates import CandidateOptions, WorkloadCandidates
+from raptor_cp.exchange.candidates import CandidateOptions, WorkloadCandidates
 from raptor_cp.targets.ipu import IpuTarget
 from raptor_cp.workload.load import load_workload
 

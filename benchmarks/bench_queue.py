@@ -50,7 +50,6 @@ from raptor_cp.periodic.events import (
     build_events,
 )
 from raptor_cp.periodic.queue_engine import QueueEstimate, queue_estimate
-from raptor_cp.periodic.timing import step_timing
 from raptor_cp.targets.registry import resolve_target
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -80,7 +79,7 @@ def pipeline_events(
             stage += [Wait(FREE, 1), Send(c + lanes, 4096)]
         program.append(stage)
     target = resolve_target("pimsim-64")
-    return build_events(program, step_timing(target), name=f"pipeline-{steps}")
+    return build_events(program, target.step_timing(), name=f"pipeline-{steps}")
 
 
 def timed(events: EventGraph, repeat: int) -> tuple[float, QueueEstimate]:

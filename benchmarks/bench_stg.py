@@ -31,7 +31,7 @@ summary then covers exactly the finished instances.
 Every claim that improves on a published value (a makespan below the best known
 length, or a CP-SAT bound above the published lower bound) is listed by name.
 A makespan claim is backed by a schedule that is re-checked here with
-`raptor_cp.check.check` and re-timed with `raptor_cp.evaluation.evaluate`; a bound
+`raptor_cp.problems.check` and re-timed with `raptor_cp.evaluation.evaluate`; a bound
 claim rests on CP-SAT's proof of the model in `raptor_cp.models.latency`.
 """
 

@@ -23,6 +23,15 @@ class InvalidConfigError(RaptorError):
     """A hardware configuration is malformed or names an unknown preset."""
 
 
+class CapabilityUnavailableError(InvalidConfigError):
+    """The target lacks an optional capability the analysis needs (exchange on a PIM chip, say)."""
+
+    def __init__(self, message: str, *, target: str, capability: str) -> None:
+        super().__init__(message)
+        self.target = target
+        self.capability = capability
+
+
 class InvalidInstanceError(RaptorError):
     """A graph or problem violates a structural rule (cycle, negative cost, oversized task)."""
 

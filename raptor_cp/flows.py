@@ -43,8 +43,8 @@ from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target
 from raptor_cp.workload.model import Workload
 
 if TYPE_CHECKING:
-    from raptor_cp.heuristics.exchange_admission import Admission, AdmissionLimits
-    from raptor_cp.heuristics.exchange_candidates import WorkloadCandidates
+    from raptor_cp.exchange.admission import Admission, AdmissionLimits
+    from raptor_cp.exchange.candidates import WorkloadCandidates
 
 Progress = Callable[[str, str], None]
 """``progress(phase, detail)``: called after each phase of a flow (``load``, ``lower``,
@@ -108,7 +108,7 @@ def prepare(
     workload = model if isinstance(model, Workload) else load_workload(model, bits=bits)
     target_obj = resolve_target(target) if isinstance(target, str) else target
     progress("load", f"{workload.name}: {len(workload.operations)} operations")
-    for warning in getattr(target_obj, "warnings", ()):
+    for warning in target_obj.warnings:
         progress("warning", warning)
     graph, lanes_used = lower(workload, target_obj, lanes)
     progress(
@@ -153,7 +153,7 @@ class LatencyResult:
             "makespan_ns": self.makespan_ns,
             "lower_bound_ns": self.bounds.makespan_ns,
             "lanes": self.prepared.lanes,
-            "warnings": list(getattr(target, "warnings", ())),
+            "warnings": list(target.warnings),
         }
         if self.exchange is not None:
             summary["exchange"] = self.exchange.summary()
@@ -199,7 +199,7 @@ class PipelineResult:
             "interval": plan.estimate.to_json(),
             "lower_bound_ns": interval_lower_bound(self.problem.graph, target)["interval_ns"],
             "lanes": self.prepared.lanes,
-            "warnings": list(getattr(target, "warnings", ())),
+            "warnings": list(target.warnings),
         }
 
 
@@ -326,25 +326,29 @@ def compile_exchange(
 
     Raises
     ------
-    InvalidConfigError
-        When the target is not an IPU.
+    CapabilityUnavailableError
+        When the target has no exchange (not an IPU).
     ExchangeNotAdmittedError
         When no candidate's exact table fits (carries the admission evidence).
     """
     from dataclasses import replace
 
-    from raptor_cp.errors import InvalidConfigError
-    from raptor_cp.heuristics.exchange_admission import admit
-    from raptor_cp.heuristics.exchange_candidates import CandidateOptions, WorkloadCandidates
-    from raptor_cp.targets.ipu import IpuTarget
+    from raptor_cp.errors import CapabilityUnavailableError
+    from raptor_cp.exchange.admission import admit
+    from raptor_cp.exchange.candidates import CandidateOptions, WorkloadCandidates
+    from raptor_cp.targets.registry import preset_names
 
     workload, target = prepared.workload, prepared.target
-    if not isinstance(target, IpuTarget):
-        raise InvalidConfigError(
-            f"--exchange-budget needs an ipu target (ipu-mk1, ipu-mk2), got {target.name}"
+    machine = target.exchange()
+    if machine is None:
+        raise CapabilityUnavailableError(
+            f"--exchange-budget needs an ipu target ({', '.join(preset_names('ipu'))}), "
+            f"got {target.name}",
+            target=target.name,
+            capability="exchange",
         )
-    options = CandidateOptions.for_workload(workload, target, lanes, scheduler)
-    source = WorkloadCandidates(workload, target, options)
+    options = CandidateOptions.for_workload(workload, machine, lanes, scheduler)
+    source = WorkloadCandidates(workload, machine, options)
     state = admit(source, budget, limits)
     placed = sum(a.placements_run for a in state.attempts)
     encoded = sum(a.encodings_run for a in state.attempts)
@@ -425,7 +429,7 @@ def compile(
     if pipeline is not None and pipeline > 1:
         return compile_pipeline(prepared, pipeline, periodic=periodic, progress=progress)
     if exchange_budget is not None:
-        from raptor_cp.heuristics.exchange_admission import AdmissionLimits
+        from raptor_cp.exchange.admission import AdmissionLimits
 
         return compile_exchange(
             prepared,

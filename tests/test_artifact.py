@@ -10,16 +10,24 @@ from pathlib import Path
 import pytest
 
 from raptor_cp.errors import InvalidInputError, InvalidInstanceError
-from raptor_cp.periodic.artifact import Instruction, artifact_events, load_artifact
-from raptor_cp.periodic.events import EventKind
+from raptor_cp.periodic.events import EventGraph, EventKind, build_events
 from raptor_cp.targets.base import MatrixWork, VectorWork
 from raptor_cp.targets.pim import PimTarget
+from raptor_cp.targets.pim.artifact import Artifact, Instruction, load_artifact
 
 DATA = Path(__file__).parent / "data" / "pimsim_fixtures"
 
 
 def target(config: str) -> PimTarget:
     return PimTarget.from_file(DATA / config)
+
+
+def artifact_events(artifact: Artifact, chip: PimTarget) -> EventGraph:
+    """``artifact``'s event graph on ``chip``, built as ``raptor-cp periodic`` builds it."""
+    programs = chip.instruction_frontend().programs(artifact)
+    return build_events(
+        programs.cores, chip.step_timing(), name=programs.source, origin=programs.origin
+    )
 
 
 def pim_file(path: Path, records: list[tuple[int, ...]], count: int | None = None) -> None:

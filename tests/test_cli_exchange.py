@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from raptor_cp.cli import main
 from raptor_cp.cli.exchange import exchange_command
-from raptor_cp.exchange_format import (
+from raptor_cp.exchange.plan import (
     Address,
     Allocation,
     ExchangePlan,
@@ -20,7 +20,7 @@ from raptor_cp.exchange_format import (
     TileRow,
     load_plan,
 )
-from raptor_cp.exchange_format import write_plan as save_plan
+from raptor_cp.exchange.plan import write_plan as save_plan
 
 MODELS = Path(__file__).parent / "data" / "models"
 

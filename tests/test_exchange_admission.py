@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 import pytest
 
 from raptor_cp.errors import InvalidConfigError
-from raptor_cp.heuristics.exchange_admission import (
+from raptor_cp.exchange.admission import (
     AdmissionLimits,
     ExactRecord,
     PlanRecord,
-    admission_report,
     admit,
     rank,
     ranking_reason,
     shortlist,
 )
+from raptor_cp.reports.exchange_admission import admission_report
 
 BUDGET = 1000
 

@@ -9,10 +9,9 @@ import pytest
 
 from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.evaluation import evaluate
-from raptor_cp.graph import ComputeGraph
-from raptor_cp.heuristics import exchange_candidates
-from raptor_cp.heuristics.exchange_admission import AdmissionLimits, admit
-from raptor_cp.heuristics.exchange_candidates import (
+from raptor_cp.exchange import candidates as exchange_candidates
+from raptor_cp.exchange.admission import AdmissionLimits, admit
+from raptor_cp.exchange.candidates import (
     CandidateOptions,
     WorkloadCandidates,
     batch_graph,
@@ -20,7 +19,8 @@ from raptor_cp.heuristics.exchange_candidates import (
     scheduled,
     spread_schedule,
 )
-from raptor_cp.heuristics.exchange_plan import build_exchange_plan
+from raptor_cp.exchange.planning import build_exchange_plan
+from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.problems.latency import check_schedule
 from raptor_cp.targets.ipu import MK2, IpuTarget

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from raptor_cp.exchange_format import (
+from raptor_cp.exchange.encoder import (
+    PATCH,
+    encode_exchange,
+    phase_errors,
+    place_allocations,
+    tile_errors,
+)
+from raptor_cp.exchange.footprint import estimate_footprint, estimate_row
+from raptor_cp.exchange.plan import (
     Address,
     Allocation,
     ExchangePlan,
@@ -20,15 +28,7 @@ from raptor_cp.exchange_format import (
     TileRow,
     TransferMode,
 )
-from raptor_cp.heuristics.exchange_encoder import (
-    PATCH,
-    encode_exchange,
-    phase_errors,
-    place_allocations,
-    tile_errors,
-)
-from raptor_cp.heuristics.exchange_footprint import estimate_footprint, estimate_row
-from raptor_cp.heuristics.exchange_plan import build_exchange_plan
+from raptor_cp.exchange.planning import build_exchange_plan
 from raptor_cp.heuristics.heft import HeftScheduler
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.targets.ipu import IpuTarget

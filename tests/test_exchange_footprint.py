@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from raptor_cp.exchange_format import (
+from raptor_cp.exchange.footprint import (
+    align,
+    estimate_footprint,
+    estimate_row,
+    shared_bytes,
+    split,
+)
+from raptor_cp.exchange.plan import (
     Address,
     Allocation,
     ExchangePlan,
@@ -19,13 +26,6 @@ from raptor_cp.exchange_format import (
     Send,
     Step,
     TileRow,
-)
-from raptor_cp.heuristics.exchange_footprint import (
-    align,
-    estimate_footprint,
-    estimate_row,
-    shared_bytes,
-    split,
 )
 
 A, B, C = 0, 1, 2  # receive allocations on tile 1 (see `_plan`)

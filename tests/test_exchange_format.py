@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from raptor_cp.errors import InvalidInputError, InvalidInstanceError
-from raptor_cp.exchange_format import (
+from raptor_cp.exchange.plan import (
     Address,
     Allocation,
     ExchangePlan,

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from raptor_cp.errors import InvalidConfigError, ScheduleViolationError
-from raptor_cp.exchange_format import Address, Allocation, Phase, Receive, Repeat, Send, TileRow
+from raptor_cp.exchange.plan import Address, Allocation, Phase, Receive, Repeat, Send, TileRow
+from raptor_cp.exchange.planning import bsp_makespan_ns, build_exchange_plan, supersteps
 from raptor_cp.graph import ComputeGraph
-from raptor_cp.heuristics.exchange_plan import bsp_makespan_ns, build_exchange_plan, supersteps
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.generic import GenericTarget

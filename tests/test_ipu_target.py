@@ -17,7 +17,13 @@ from raptor_cp.heuristics.heft import HeftScheduler
 from raptor_cp.heuristics.peft import PeftScheduler
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.problems.latency import check_schedule
-from raptor_cp.targets.base import FixedWork, MatrixWork, SchedulingTarget, VectorWork
+from raptor_cp.targets.base import (
+    FixedWork,
+    MatrixWork,
+    ProtocolStepTiming,
+    SchedulingTarget,
+    VectorWork,
+)
 from raptor_cp.targets.ipu import IPU_PRESETS, MK1, MK2, IpuTarget
 from raptor_cp.workload.lowering import lower
 from raptor_cp.workload.model import ALL_ROWS, SAME_ROWS, Operation, OpKind, Workload
@@ -61,6 +67,14 @@ def _mlp() -> Workload:
 
 def test_ipu_target_satisfies_the_protocol(mk2: IpuTarget) -> None:
     assert isinstance(mk2, SchedulingTarget)
+
+
+def test_ipu_step_timing_is_whole_transfers_without_warnings(mk2: IpuTarget) -> None:
+    timing = mk2.step_timing()
+    assert isinstance(timing, ProtocolStepTiming)
+    # One sync (90 cycles) plus 100 B at 4 B/cycle (25 cycles) at 1.85 GHz: ceil(62.2) = 63 ns.
+    assert (timing.data_ns(0, 1, 100), timing.control_ns(0, 1)) == (63, 0)
+    assert mk2.warnings == ()
 
 
 def test_presets_carry_the_chip_facts(mk1: IpuTarget, mk2: IpuTarget) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from raptor_cp.errors import InvalidConfigError
-from raptor_cp.targets.pim_config import (
+from raptor_cp.targets.pim.config import (
     ChipConfig,
     CoreConfig,
     MatrixConfig,

@@ -20,6 +20,7 @@ import pytest
 
 from raptor_cp.errors import InvalidInstanceError
 from raptor_cp.targets.base import (
+    GLOBAL_MEMORY,
     FixedWork,
     MatrixWork,
     SchedulingTarget,
@@ -149,6 +150,24 @@ def test_global_read_and_write(pimsim64: PimTarget) -> None:
     # ld: 1 flit * 15 + global read ceil(100 / 16) = 7 ns + local write 2 ns = 24 ns
     # st: local read 2 ns + 13 flits * 15 = 195 + global write 7 ns = 204 ns
     assert (pimsim64.global_read_ns(100), pimsim64.global_write_ns(100)) == (24, 204)
+
+
+def test_step_timing_splits_a_transfer_into_its_phases(pimsim64: PimTarget) -> None:
+    # The phases of test_transfer_uses_the_table: request and ready flits 6 ns each, local
+    # read 2 ns, 13 data flits * 6 = 78 ns, local write 2 ns; they sum to transfer_ns.
+    timing = pimsim64.step_timing()
+    request, ready = timing.control_ns(0, 9), timing.control_ns(9, 0)
+    read, data, write = (
+        timing.local_read_ns(100),
+        timing.data_ns(0, 9, 100),
+        timing.local_write_ns(100),
+    )
+    assert (request, ready, read, data, write) == (6, 6, 2, 78, 2)
+    assert request + ready + read + data + write == pimsim64.transfer_ns(0, 9, 100)
+    # Global memory alone (no network, no local side): ceil(100 / 16) = 7 accesses of 1 ns;
+    # core 0's flit to the memory node is 15 ns; the core clock is 1 ns.
+    assert (timing.global_read_ns(100), timing.global_write_ns(100)) == (7, 7)
+    assert (timing.control_ns(0, GLOBAL_MEMORY), timing.cycle_ns()) == (15, 1)
 
 
 def test_mean_transfer_by_hand(three: PimTarget) -> None:

@@ -13,10 +13,10 @@ from click.testing import CliRunner, Result
 from raptor_cp.cli import main
 from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.periodic.analysis import analyse_periodic
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Store, Wait
 from raptor_cp.pipeline.initial import initial_pipeline
 from raptor_cp.pipeline.realize import pipeline_events, realize_pipeline
-from raptor_cp.reports.periodic_report import periodic_document
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.generic import GenericTarget
 from raptor_cp.targets.registry import resolve_target
@@ -76,13 +76,13 @@ def test_tiny_two_stage_pipeline_realizes_to_exact_steps() -> None:
 def test_tiny_pipeline_overlaps_generations_without_deadlock() -> None:
     graph, schedule, stage = _tiny()
     events, _ = pipeline_events(graph, GenericTarget(3), schedule, stage)
-    document = periodic_document(events, source="tiny", target="generic:3")
-    assert document["recurrence"]["status"] == "ok"
-    assert document["queue"]["status"] == "converged"
+    analysis = analyse_periodic(events)
+    assert analysis.recurrence.status == "ok"
+    assert analysis.queue is not None and analysis.queue.run.status == "converged"
     # Core 2 computes 35 ns a generation; the stages overlap, so the interval is
     # below the 65 ns of one whole generation's compute chain.
-    assert document["interval_estimate"]["ns"] < 65
-    assert document["core_work_ns"] == {"0": 10, "1": 20, "2": 35}
+    assert analysis.estimate.ns is not None and analysis.estimate.ns < 65
+    assert analysis.core_work_ns == {0: 10, 1: 20, 2: 35}
 
 
 BACKWARD = "tiny: edge 0 runs from stage 1 back to stage 0"

@@ -9,6 +9,7 @@ import pytest
 
 from raptor_cp.errors import InvalidInstanceError
 from raptor_cp.periodic import DeadlockError, maximum_cycle_ratio
+from raptor_cp.periodic.analysis import DEADLOCK_REASON, MemoryService, analyse_periodic
 from raptor_cp.periodic.events import (
     NO_RESOURCE,
     Compute,
@@ -29,8 +30,8 @@ from raptor_cp.periodic.queue_engine import (
     queue_estimate,
     run_queue,
 )
-from raptor_cp.periodic.timing import GLOBAL_MEMORY, ProtocolStepTiming, step_timing
 from raptor_cp.reports.periodic_report import periodic_document
+from raptor_cp.targets.base import GLOBAL_MEMORY, ProtocolStepTiming
 from raptor_cp.targets.generic import GenericTarget
 
 
@@ -102,13 +103,12 @@ def test_memory_bound_case_is_set_by_the_controller() -> None:
     # core repeats every 12 ns; the shared controller needs 2 x 10 ns per generation.
     edges = [(0, 1, 1, 0), (1, 0, 1, 1), (2, 3, 1, 0), (3, 2, 1, 1)]
     events = events_of(4, edges, [0, 0, 1, 1], [-1, 2, -1, 2], [0, 10, 0, 10], 2)
-    doc = periodic_document(events, source="memory-bound", target="none")
-    assert doc["recurrence"]["interval_ns"] == 12.0
-    assert doc["memory_service"]["service_ns"] == 20
-    assert doc["interval_estimate"]["ns"] == 20
-    assert doc["interval_estimate"]["bound_by"] == "memory_service"
-    assert doc["queue"]["status"] == CONVERGED
-    assert doc["queue"]["interval_ns"] == 20.0
+    analysis = analyse_periodic(events)
+    assert analysis.recurrence.interval_ns == 12.0
+    assert analysis.memory.service_ns == 20
+    assert (analysis.estimate.ns, analysis.estimate.bound_by) == (20, "memory_service")
+    assert analysis.queue is not None
+    assert (analysis.queue.run.status, analysis.queue.interval_ns) == (CONVERGED, 20.0)
 
 
 def barrier() -> EventGraph:
@@ -236,14 +236,15 @@ def test_built_ping_pong_follows_the_send_recv_protocol() -> None:
 def test_send_completes_at_payload_enqueue() -> None:
     # Core 0 sends 100 bytes then computes 1 ns: it is done long before the payload lands.
     events = build_events([[Send(1, 100), Compute(1)], [Recv(0, 100)]], FakeTiming())
-    doc = periodic_document(events, source="send", target="fake")
+    analysis = analyse_periodic(events)
     # Core 0 repeats every 2 + 2 + 100 + 1 ns (request, permission, read, compute); core 1
     # every 2 + 100 + 100 + 100 (permission, source read, payload, write): the request of
     # the next generation is already there when its RECV is posted.
-    assert doc["recurrence"]["interval_ns"] == 302
-    assert doc["recurrence"]["witness"]["cores"] == [0, 1]
-    assert doc["generation_span_ns"] == 2 + 302
-    assert doc["queue"]["interval_ns"] == 302
+    ratio = analysis.recurrence.ratio
+    assert ratio is not None and ratio.ratio == 302
+    assert ratio.witness.cores == (0, 1)
+    assert analysis.generation_span_ns == 2 + 302
+    assert analysis.queue is not None and analysis.queue.interval_ns == 302
 
 
 def test_loads_and_stores_share_the_controller_fifo() -> None:
@@ -253,10 +254,11 @@ def test_loads_and_stores_share_the_controller_fifo() -> None:
     assert events.memory_service_ns == 30
     assert events.memory_requests.size == 3
     assert (events.resource[events.memory_requests] == events.memory_resource).all()
-    doc = periodic_document(events, source="memory", target="fake")
-    assert doc["memory_service"] == {"requests": 3, "loads": 1, "stores": 2, "service_ns": 30}
-    assert doc["queue"]["status"] == CONVERGED
-    assert doc["queue"]["interval_ns"] >= 30
+    analysis = analyse_periodic(events)
+    assert analysis.memory == MemoryService(requests=3, loads=1, stores=2, service_ns=30)
+    queue = analysis.queue
+    assert queue is not None and queue.run.status == CONVERGED
+    assert queue.interval_ns is not None and queue.interval_ns >= 30
 
 
 def test_signals_feed_counting_waits() -> None:
@@ -297,16 +299,19 @@ def test_unmatched_send_is_rejected() -> None:
 
 def test_crossed_sends_deadlock() -> None:
     events = build_events([[Send(1, 4), Recv(1, 4)], [Send(0, 4), Recv(0, 4)]], FakeTiming())
-    doc = periodic_document(events, source="crossed", target="fake")
-    assert doc["recurrence"]["status"] == "deadlock"
+    analysis = analyse_periodic(events)
+    assert analysis.recurrence.status == "deadlock"
+    assert (analysis.queue, analysis.estimate.ns, analysis.generation_span_ns) == (None, None, None)
+    doc = periodic_document(analysis, source="crossed", target="fake")
     # Each core's permission waits for its own SEND to complete, which needs the other's.
     assert {e["kind"] for e in doc["recurrence"]["cycle"]} == {"permission", "send_enqueue"}
-    assert doc["queue"]["status"] == UNAVAILABLE
-    assert doc["interval_estimate"]["ns"] is None
+    assert doc["queue"] == {"status": UNAVAILABLE, "reason": DEADLOCK_REASON}
+    assert doc["interval_estimate"]["bound_by"] is None
 
 
 def test_document_has_timing_graph_and_is_not_selectable() -> None:
-    doc = periodic_document(build_events(ping_pong_steps(), FakeTiming()), source="s", target="t")
+    analysis = analyse_periodic(build_events(ping_pong_steps(), FakeTiming()))
+    doc = periodic_document(analysis, source="s", target="t")
     assert doc["selection_eligible"] is False
     assert len(doc["timing_graph"]["events"]) == doc["events"] == 12
     assert doc["recurrence"]["witness"]["cores"] == [0, 1]
@@ -314,7 +319,7 @@ def test_document_has_timing_graph_and_is_not_selectable() -> None:
 
 
 def test_protocol_timing_prices_payload_with_transfer_ns() -> None:
-    timing = step_timing(GenericTarget(2, 3))
+    timing = GenericTarget(2, 3).step_timing()
     assert isinstance(timing, ProtocolStepTiming)
     assert timing.data_ns(0, 1, 5) == 15
     assert timing.data_ns(0, GLOBAL_MEMORY, 5) == 0

@@ -12,7 +12,14 @@ from raptor_cp.errors import InvalidConfigError
 from raptor_cp.targets.base import SchedulingTarget
 from raptor_cp.targets.generic import GenericTarget
 from raptor_cp.targets.pim import PimTarget
-from raptor_cp.targets.registry import DEFAULT_TARGET, PRESETS, resolve_target
+from raptor_cp.targets.registry import (
+    DEFAULT_TARGET,
+    PRESETS,
+    TARGET_PRESETS,
+    preset_names,
+    resolve_target,
+    target_help,
+)
 
 DATA = Path(__file__).parent / "data" / "configs"
 PRESET_DIR = Path(registry.__file__).with_name("presets")
@@ -115,6 +122,24 @@ def test_unknown_spec_lists_presets() -> None:
     )
     with pytest.raises(InvalidConfigError, match="^" + re.escape(expected) + "$"):
         resolve_target("arch-z")
+
+
+def test_every_preset_row_resolves_to_its_kind() -> None:
+    for preset in TARGET_PRESETS:
+        target = resolve_target(preset.name)
+        assert (target.name, target.describe()["kind"]) == (preset.name, preset.kind)
+    assert preset_names("ipu") == ("ipu-mk1", "ipu-mk2")
+    assert preset_names("pim") == PRESETS
+
+
+def test_target_help_lists_every_preset_and_the_other_forms() -> None:
+    text = target_help()
+    assert text.startswith(
+        "A preset, generic:P[:NS_PER_BYTE] (P identical cores) or a pimsim-nn chip config path. "
+        "Presets: arch-a (PIMCOMP Arch-A, 168 cores x 96 crossbars); arch-b"
+    )
+    assert all(f"{p.name} ({p.summary})" in text for p in TARGET_PRESETS)
+    assert text.endswith("ipu-mk2 (Graphcore GC200, 1,472 tiles x 624 KiB).")
 
 
 @pytest.mark.parametrize("name", ["ipu-mk1", "ipu-mk2"])

@@ -156,7 +156,7 @@ def verify(
     """
     paths = expand_models(models)
     target = resolve_target(settings.target)
-    warnings = tuple(getattr(target, "warnings", ()))
+    warnings = tuple(target.warnings)
     for warning in warnings:
         progress("warning", warning)
     if settings.mode == "latency":

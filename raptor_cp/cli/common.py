@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from raptor_cp.errors import InvalidInputError, RaptorError
-from raptor_cp.targets.registry import DEFAULT_TARGET, PRESETS
+from raptor_cp.targets.registry import DEFAULT_TARGET, target_help
 
 EXAMPLE_MODEL = "resnet18.onnx"
 """The model ``compile --example`` schedules, bundled in ``raptor_cp/data``."""
@@ -84,7 +84,7 @@ target_option = click.option(
     "-t",
     default=DEFAULT_TARGET,
     show_default=True,
-    help=f"Preset ({', '.join(PRESETS)}, generic:P[:NS_PER_BYTE]) or a pimsim-nn config path.",
+    help=target_help(),
 )
 lanes_option = click.option(
     "--lanes",

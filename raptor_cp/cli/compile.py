@@ -130,7 +130,7 @@ def compile_command(
         raise UserError("--periodic-diagnostics needs pipeline mode (--pipeline N > 1)")
     limits = None
     if exchange_budget is not None:
-        from raptor_cp.heuristics.exchange_admission import AdmissionLimits
+        from raptor_cp.exchange.admission import AdmissionLimits
 
         limits = AdmissionLimits(
             expanded_plan_finalists, placement_finalists, exchange_schedule_finalists

@@ -1,6 +1,6 @@
 """``raptor-cp exchange PLAN.json``: the exchange-table footprint of a saved plan.
 
-``exchange`` prices a saved exchange plan (`raptor_cp.exchange_format`): the
+``exchange`` prices a saved exchange plan (`raptor_cp.exchange.plan`): the
 footprint estimate of every stored phase and of the busiest tile, with and
 without structural sharing; without ``--footprint-only`` it also runs the exact
 encoder and prints the estimate's error per phase and on the busiest tile
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from raptor_cp.heuristics.exchange_footprint import Footprint
+    from raptor_cp.exchange.footprint import Footprint
 
 
 @click.command("exchange", short_help="Estimate (and encode) a saved exchange plan's table size.")
@@ -44,10 +44,10 @@ def exchange_command(plan: Path, footprint_only: bool, as_json: bool) -> None:
 
 def exchange_report(path: Path, footprint_only: bool) -> dict[str, Any]:
     """The facts ``exchange`` prints, as a JSON-ready dict."""
-    from raptor_cp.exchange_format import load_plan
-    from raptor_cp.heuristics.exchange_candidates import count_fragments
-    from raptor_cp.heuristics.exchange_encoder import encode_exchange, phase_errors
-    from raptor_cp.heuristics.exchange_footprint import estimate_footprint
+    from raptor_cp.exchange.candidates import count_fragments
+    from raptor_cp.exchange.encoder import encode_exchange, phase_errors
+    from raptor_cp.exchange.footprint import estimate_footprint
+    from raptor_cp.exchange.plan import load_plan
 
     plan = load_plan(path)
     began = time.perf_counter()

@@ -1,7 +1,7 @@
 """``raptor-cp periodic ARTIFACT --target T``: periodic analysis of a pimsim-nn instruction file.
 
 ARTIFACT is a single-file JSON artifact or a directory of ``config.json`` and
-``core_<id>.json`` / ``core_<id>.pim`` files (`raptor_cp.periodic.artifact`);
+``core_<id>.json`` / ``core_<id>.pim`` files (`raptor_cp.targets.pim.artifact`);
 T is a pimsim-nn target (a preset or a chip config path). The command builds
 the artifact's periodic event graph, computes the recurrence bound (maximum
 cycle ratio with a witness cycle) and runs the queue engine in both tie orders,
@@ -21,12 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-
-ARTIFACT_EFFECTS = (
-    "vector ops are priced at setbw's input precision for input and output widths "
-    "(8 bits before any setbw); mvmul at mbiw for input, weights and output",
-)
-"""Approximations of the instruction frontend, listed with the model's missing effects."""
 
 
 @click.command("periodic", short_help="Recurrence and queue estimate of an instruction artifact.")
@@ -74,28 +68,32 @@ def periodic_command(
 
 
 def _analyse(artifact: Path, spec: str, method: str) -> dict[str, Any]:
-    from raptor_cp.errors import InvalidConfigError
-    from raptor_cp.periodic.artifact import artifact_events, load_artifact
+    from raptor_cp.errors import CapabilityUnavailableError
+    from raptor_cp.periodic.analysis import analyse_periodic
+    from raptor_cp.periodic.events import build_events
     from raptor_cp.reports.periodic_report import periodic_document
-    from raptor_cp.targets.pim import PimTarget
     from raptor_cp.targets.registry import resolve_target
 
     target = resolve_target(spec)
-    if not isinstance(target, PimTarget):
-        raise InvalidConfigError(
+    frontend = target.instruction_frontend()
+    if frontend is None:
+        raise CapabilityUnavailableError(
             f"--target {spec}: instruction artifacts need a pimsim-nn target "
-            "(a preset or a chip config path)"
+            "(a preset or a chip config path)",
+            target=target.name,
+            capability="instruction_frontend",
         )
-    loaded = load_artifact(artifact)
-    events = artifact_events(loaded, target)
+    programs = frontend.read(artifact)
+    events = build_events(
+        programs.cores, target.step_timing(), name=programs.source, origin=programs.origin
+    )
     document = periodic_document(
-        events,
+        analyse_periodic(events, method),
         source=str(artifact),
         target=target.name,
-        method=method,
-        missing_effects=ARTIFACT_EFFECTS,
+        missing_effects=frontend.effects,
     )
-    document["instructions"] = loaded.num_instructions
+    document["instructions"] = programs.instructions
     document["warnings"] = list(target.warnings)
     return document
 

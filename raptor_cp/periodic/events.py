@@ -18,9 +18,9 @@ Storage is indexed arrays, ``O(V + E)``; generations are never unrolled.
 
 `build_events` realizes one ordered list of `Step` per physical core --
 compute runs, direct SEND/RECV, global loads and stores, SYNC signals and WAIT
-counts -- into an `EventGraph`, with the phase prices of a `StepTiming`
-(`raptor_cp.periodic.timing`). Both the instruction-artifact frontend
-(`raptor_cp.periodic.artifact`) and the realization of pipeline schedules build
+counts -- into an `EventGraph`, with the phase prices of a `StepTiming` (the
+target's `step_timing`). Both the instruction-artifact frontend
+(`raptor_cp.targets.pim.artifact`) and the realization of pipeline schedules build
 through it. The semantics are the target adapter's (scheduling.md, "Periodic
 dependency diagnostics" and "Post-codegen instruction diagnostic"):
 
@@ -63,7 +63,7 @@ from raptor_cp.periodic.graph import NO_LABEL, PeriodicGraph
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 
 # The step types are used here and re-exported: a builder needs only this module.
-from raptor_cp.periodic.timing import GLOBAL_MEMORY, StepTiming
+from raptor_cp.targets.base import GLOBAL_MEMORY, StepTiming
 
 NO_RESOURCE = -1
 """`EventGraph.resource` of an event that does not queue."""
@@ -324,7 +324,7 @@ def build_events(
         ``cores[c]`` is core ``c``'s steps in program order, one generation; an
         empty list is an idle core (no events).
     timing:
-        Prices of the communication phases (`raptor_cp.periodic.timing.step_timing`).
+        Prices of the communication phases (`SchedulingTarget.step_timing`).
     name:
         Names the graph in messages.
     origin:

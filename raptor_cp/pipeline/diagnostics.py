@@ -24,13 +24,14 @@ def pipeline_periodic(
     depth: int,
 ) -> dict[str, Any]:
     """The ``pipeline_periodic.json`` document of a placed pipeline (read-only)."""
+    from raptor_cp.periodic.analysis import analyse_periodic
     from raptor_cp.pipeline.realize import REALIZATION_EFFECTS, pipeline_events
     from raptor_cp.reports.periodic_report import periodic_document
 
     stage = plan.task_stage(graph.num_tasks)
     events, realization = pipeline_events(graph, target, plan.schedule, stage, name=model)
     document = periodic_document(
-        events,
+        analyse_periodic(events),
         source=f"{model} pipeline schedule (depth {depth})",
         target=target.name,
         missing_effects=REALIZATION_EFFECTS,

@@ -59,7 +59,6 @@ from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.periodic.events import EventGraph, build_events
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
-from raptor_cp.periodic.timing import step_timing
 from raptor_cp.pipeline.boundary import publication_bytes
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import SchedulingTarget
@@ -280,5 +279,5 @@ def pipeline_events(
 ) -> tuple[EventGraph, PipelineRealization]:
     """The periodic event graph of a pipeline schedule, priced by ``target``'s step timing."""
     realization = realize_pipeline(graph, schedule, task_stage)
-    events = build_events(realization.cores, step_timing(target), name or graph.name)
+    events = build_events(realization.cores, target.step_timing(), name or graph.name)
     return events, realization

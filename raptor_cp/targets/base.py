@@ -4,12 +4,33 @@ Heuristics, CP-SAT models and evaluators talk to hardware only through this
 protocol. Lowering describes each task's work in target-neutral units
 (`MatrixWork`, `VectorWork`, `FixedWork`) and the target prices it in integer
 nanoseconds.
+
+Analyses beyond scheduling ask the target for what they need, never for its
+config (ARCHITECTURE.md, "Hardware semantics live only in a target adapter"):
+
+* `SchedulingTarget.step_timing`: the phase prices of a communication step
+  (`StepTiming`) for the periodic event builder. A target that knows no more
+  than whole transfers answers `ProtocolStepTiming` (derived from the protocol).
+* `SchedulingTarget.instruction_frontend`: the reader of instruction artifacts
+  compiled for the chip (`InstructionFrontend`), or None.
+* `SchedulingTarget.exchange`: the target as a bulk-synchronous tile machine
+  (`ExchangeTarget`: transfer length limit, tile memory, superstep timing,
+  tile- and block-budget variants) for exchange planning, or None.
+
+An optional capability a target lacks is answered with None; a caller that
+cannot go on without it raises `raptor_cp.errors.CapabilityUnavailableError`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from raptor_cp.periodic.steps import Step
 
 UNLIMITED_CAPACITY = 2**62
 """Resident-weight capacity of a core that has no limit (generic targets)."""
@@ -68,6 +89,117 @@ class WeightTiling:
     """Crossbars one (row slice, column block) array group occupies, per column block."""
 
 
+GLOBAL_MEMORY = -1
+"""``dst`` of `StepTiming.control_ns` / `StepTiming.data_ns` for the global memory."""
+
+
+class StepTiming(Protocol):
+    """Integer-nanosecond prices of the phases of a communication step.
+
+    `raptor_cp.periodic.events` splits every communication into its phases (a
+    control flit, the source's local read, the payload's flits, the
+    destination's local write, the global memory's service) because the queue
+    engine serializes some of them on a source switch or the memory controller
+    and not others; a `SchedulingTarget` prices whole transfers, its
+    `SchedulingTarget.step_timing` the phases.
+    """
+
+    def cycle_ns(self) -> int:
+        """One core clock period: scalar issue, and SYNC's local execution."""
+        ...
+
+    def control_ns(self, src: int, dst: int) -> int:
+        """A one-flit control message from core ``src`` to ``dst`` (or `GLOBAL_MEMORY`)."""
+        ...
+
+    def data_ns(self, src: int, dst: int, nbytes: int) -> int:
+        """The flits of an ``nbytes`` payload from core ``src`` to ``dst`` (or `GLOBAL_MEMORY`)."""
+        ...
+
+    def local_read_ns(self, nbytes: int) -> int:
+        """A core's local-memory read of ``nbytes``."""
+        ...
+
+    def local_write_ns(self, nbytes: int) -> int:
+        """A core's local-memory write of ``nbytes``."""
+        ...
+
+    def global_read_ns(self, nbytes: int) -> int:
+        """The global memory's service of one ``nbytes`` read (no network, no local write)."""
+        ...
+
+    def global_write_ns(self, nbytes: int) -> int:
+        """The global memory's service of one ``nbytes`` write (no network, no local read)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ProtocolStepTiming:
+    """`StepTiming` from the `SchedulingTarget` protocol alone (targets without phase prices).
+
+    The payload phase carries the whole `transfer_ns`; the memory controller's
+    service is the target's `global_read_ns` / `global_write_ns`; control
+    flits and local memory are free and SYNC completes at once.
+    """
+
+    target: SchedulingTarget
+
+    def cycle_ns(self) -> int:
+        return 0
+
+    def control_ns(self, src: int, dst: int) -> int:
+        return 0
+
+    def data_ns(self, src: int, dst: int, nbytes: int) -> int:
+        return 0 if dst == GLOBAL_MEMORY else self.target.transfer_ns(src, dst, nbytes)
+
+    def local_read_ns(self, nbytes: int) -> int:
+        return 0
+
+    def local_write_ns(self, nbytes: int) -> int:
+        return 0
+
+    def global_read_ns(self, nbytes: int) -> int:
+        return self.target.global_read_ns(nbytes)
+
+    def global_write_ns(self, nbytes: int) -> int:
+        return self.target.global_write_ns(nbytes)
+
+
+@dataclass(frozen=True)
+class InstructionPrograms:
+    """An instruction artifact read as one in-order `Step` program per core (one generation).
+
+    The input of `raptor_cp.periodic.events.build_events` (with the target's
+    `SchedulingTarget.step_timing`).
+    """
+
+    source: str
+    """The artifact's path, naming the event graph in messages."""
+    instructions: int
+    """Instructions read, over all cores."""
+    cores: list[list[Step]]
+    """``cores[c]``: core ``c``'s steps; an empty list is an idle core."""
+    origin: list[list[int]]
+    """``origin[c][i]``: the index of the (first) instruction of step ``i`` of core ``c``."""
+
+
+class InstructionFrontend(Protocol):
+    """Reads the instruction artifacts compiled for one target (an optional capability)."""
+
+    @property
+    def effects(self) -> tuple[str, ...]:
+        """Approximations the frontend makes, listed with a report's missing effects."""
+        ...
+
+    def read(self, path: str | Path) -> InstructionPrograms:
+        """The artifact at ``path`` as step programs priced by the target.
+
+        Raises `raptor_cp.errors.InvalidInputError` naming the file and field.
+        """
+        ...
+
+
 @runtime_checkable
 class SchedulingTarget(Protocol):
     """The hardware as schedulers see it. All times are integer nanoseconds."""
@@ -120,4 +252,64 @@ class SchedulingTarget(Protocol):
 
     def describe(self) -> dict[str, object]:
         """A JSON-ready summary of the target for reports and `inspect`."""
+        ...
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the user should know about how the target was read (the CLI prints them)."""
+        ...
+
+    def step_timing(self) -> StepTiming:
+        """Phase prices of communication steps, for the periodic event builder.
+
+        A target without phase-level prices returns ``ProtocolStepTiming(self)``.
+        """
+        ...
+
+    def instruction_frontend(self) -> InstructionFrontend | None:
+        """The reader of instruction artifacts compiled for this target; None without one."""
+        ...
+
+    def exchange(self) -> ExchangeTarget | None:
+        """This target as a bulk-synchronous exchange machine; None when it is not one."""
+        ...
+
+
+class ExchangeTarget(SchedulingTarget, Protocol):
+    """A bulk-synchronous tile machine: what exchange planning and admission ask of it.
+
+    Tiles compute, sync, then move data on an all-to-all exchange (the seed
+    "Exchange footprint model"); a target is one when its
+    `SchedulingTarget.exchange` returns it.
+    """
+
+    @property
+    def max_transfer_words(self) -> int:
+        """ISA limit on one transfer's length in 32-bit words (longer payloads are split)."""
+        ...
+
+    @property
+    def tile_memory_bytes(self) -> int:
+        """Memory of one tile in bytes (weights, activations, code, exchange tables)."""
+        ...
+
+    @property
+    def block_bytes(self) -> int:
+        """Largest weight block `weight_tiling` puts on one tile."""
+        ...
+
+    def superstep_ns(self, compute_ns: int, exchange_bytes: int) -> int:
+        """The busiest tile's ``compute_ns``, one sync, then ``exchange_bytes`` on the exchange."""
+        ...
+
+    def with_tiles(self, tiles: int) -> ExchangeTarget:
+        """The same machine cut down to its first ``tiles`` tiles."""
+        ...
+
+    def with_weight_block(self, nbytes: int) -> ExchangeTarget:
+        """The same machine with weight blocks of at most ``nbytes``."""
+        ...
+
+    def cost_key(self) -> Hashable:
+        """What prices work and memory: equal keys and block budgets lower to equal graphs."""
         ...

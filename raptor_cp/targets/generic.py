@@ -16,6 +16,8 @@ from raptor_cp.targets.base import (
     UNLIMITED_CAPACITY,
     FixedWork,
     MatrixWork,
+    ProtocolStepTiming,
+    StepTiming,
     VectorWork,
     WeightTiling,
     Work,
@@ -90,6 +92,26 @@ class GenericTarget:
 
     def global_write_ns(self, nbytes: int) -> int:
         return 0
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return ()
+
+    def step_timing(self) -> StepTiming:
+        """Whole transfers only (`ProtocolStepTiming`): a generic core has no phase prices.
+
+        scheduling.md asks for an ``unavailable`` periodic report on such targets;
+        the protocol-derived prices are kept until issue #17 changes the report.
+        """
+        return ProtocolStepTiming(self)
+
+    def exchange(self) -> None:
+        """None: not a bulk-synchronous exchange machine."""
+        return None
+
+    def instruction_frontend(self) -> None:
+        """None: no instruction format is modelled for this target."""
+        return None
 
     def describe(self) -> dict[str, object]:
         return {

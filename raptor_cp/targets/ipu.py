@@ -32,7 +32,7 @@ Tile compute model (derived and assumed, not measured):
 
 Resident weights: capacity is the whole tile SRAM in bytes. Activations, code
 and exchange tables also live there and are *not* charged against it; the
-exchange-table footprint is checked separately (`raptor_cp.heuristics.exchange_footprint`).
+exchange-table footprint is checked separately (`raptor_cp.exchange.footprint`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from raptor_cp.errors import InvalidConfigError, InvalidInstanceError
-from raptor_cp.targets.base import FixedWork, MatrixWork, VectorWork, WeightTiling, Work
+from raptor_cp.targets.base import (
+    FixedWork,
+    MatrixWork,
+    ProtocolStepTiming,
+    StepTiming,
+    VectorWork,
+    WeightTiling,
+    Work,
+)
 
 VECTOR_BITS = 64
 """Width of one vector instruction (assumption, see the module docstring)."""
@@ -244,6 +252,40 @@ class IpuTarget:
     def global_write_ns(self, nbytes: int) -> int:
         """0: outputs stay in tile SRAM (streaming memory is not modelled)."""
         return 0
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return ()
+
+    def step_timing(self) -> StepTiming:
+        """Whole transfers only (`ProtocolStepTiming`): the exchange is priced per superstep."""
+        return ProtocolStepTiming(self)
+
+    def instruction_frontend(self) -> None:
+        """None: no instruction format is modelled for this target."""
+        return None
+
+    # -- exchange capability -------------------------------------------------
+
+    def exchange(self) -> IpuTarget:
+        """The IPU is the bulk-synchronous exchange machine (`ExchangeTarget`)."""
+        return self
+
+    @property
+    def max_transfer_words(self) -> int:
+        return self.chip.max_transfer_words
+
+    @property
+    def tile_memory_bytes(self) -> int:
+        return self.chip.sram_bytes
+
+    def with_weight_block(self, nbytes: int) -> IpuTarget:
+        """The same chip with weight blocks of at most ``nbytes`` (`weight_block_bytes`)."""
+        return replace(self, weight_block_bytes=nbytes)
+
+    def cost_key(self) -> IpuChip:
+        """The chip's facts: they price every task; the block budget is `block_bytes`."""
+        return self.chip
 
     def describe(self) -> dict[str, object]:
         c = self.chip

@@ -18,61 +18,28 @@ network switches and no pipeline stalls; those contentions are the schedule's bu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from raptor_cp.errors import InvalidInstanceError
 from raptor_cp.targets.base import FixedWork, MatrixWork, VectorWork, WeightTiling, Work
-from raptor_cp.targets.pim_config import MemoryConfig, PimConfig, load_pim_config
+from raptor_cp.targets.pim.config import PimConfig, load_pim_config
+from raptor_cp.targets.pim.timing import (
+    PS_PER_NS,
+    MemoryTiming,
+    PimStepTiming,
+    ceil_div,
+    round_half_up,
+)
 
-_PS_PER_NS = 1000
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _round_half_up(num: int, den: int) -> int:
-    """``num / den`` to the nearest integer, halves up (SystemC's ``sc_time`` rounding)."""
-    return (2 * num + den) // (2 * den)
+if TYPE_CHECKING:
+    from raptor_cp.targets.pim.artifact import PimInstructionFrontend
 
 
 def _mesh_latency(hops: int) -> int:
     """pimsim-nn's mesh minimum, 2·hops + 2 ns per flit (COST_MODEL.md, network table)."""
     return 2 * hops + 2
-
-
-@dataclass(frozen=True)
-class _MemoryTiming:
-    """``Memory::transport``: ``ceil(bytes / data_width) × cycles × period`` ns per request.
-
-    The picoseconds of one access (cycles × period × 1000) are kept as an exact fraction
-    ``*_num / *_den`` so that a request's time is rounded once, as the simulator does.
-    """
-
-    data_width: int
-    read_num: int
-    read_den: int
-    write_num: int
-    write_den: int
-
-    @classmethod
-    def of(cls, memory: MemoryConfig) -> _MemoryTiming:
-        period_ps = Fraction(memory.period) * _PS_PER_NS
-        read = memory.read_latency_cycle * period_ps
-        write = memory.write_latency_cycle * period_ps
-        return cls(
-            memory.data_width, read.numerator, read.denominator, write.numerator, write.denominator
-        )
-
-    def read_ps(self, nbytes: int) -> int:
-        accesses = -(-nbytes // self.data_width)
-        return _round_half_up(accesses * self.read_num, self.read_den)
-
-    def write_ps(self, nbytes: int) -> int:
-        accesses = -(-nbytes // self.data_width)
-        return _round_half_up(accesses * self.write_num, self.write_den)
 
 
 class PimTarget:
@@ -92,8 +59,8 @@ class PimTarget:
         self._cores = chip.core_cnt
         self._layout = chip.network.layout
         self._bus_width = chip.network.bus_width
-        self._local = _MemoryTiming.of(core.local_memory)
-        self._global = _MemoryTiming.of(chip.global_memory)
+        self._local = MemoryTiming.of(core.local_memory)
+        self._global = MemoryTiming.of(chip.global_memory)
         self._matrix_cache: dict[tuple[int, int], int] = {}
         self._warnings: list[str] = []
         self._network, self._latency, self._gm_latency = self._network_latencies()
@@ -207,16 +174,16 @@ class PimTarget:
         return WeightTiling(
             row_slices=rows,
             column_blocks=blocks,
-            crossbars_per_block=tuple(_ceil_div(b, per_xbar) for b in blocks),
+            crossbars_per_block=tuple(ceil_div(b, per_xbar) for b in blocks),
         )
 
     def execution_ns(self, work: Work) -> int:
         if isinstance(work, FixedWork):
             return work.ns
         if isinstance(work, MatrixWork):
-            return _ceil_div(work.mvms * self._mvm_ps(work.bits, work.crossbars), _PS_PER_NS)
+            return ceil_div(work.mvms * self._mvm_ps(work.bits, work.crossbars), PS_PER_NS)
         if isinstance(work, VectorWork):
-            return _ceil_div(self._vector_ps(work), _PS_PER_NS)
+            return ceil_div(self._vector_ps(work), PS_PER_NS)
         raise TypeError(f"unknown work {work!r}")
 
     def _mvm_ps(self, bits: int, crossbars: int) -> int:
@@ -233,7 +200,7 @@ class PimTarget:
             raise InvalidInstanceError(f"matrix work needs at least 1 bit, got {bits}")
         m = self._config.chip.core.matrix
         xbar_rows, xbar_cols = m.xbar_size
-        nbytes = _ceil_div(bits, 8)  # in_B = out_B = ceil(bits / 8)
+        nbytes = ceil_div(bits, 8)  # in_B = out_B = ceil(bits / 8)
         # Quirk: XbarArray::divideWithCeiling truncates for positive operands.
         input_times = bits // m.dac_resolution
         dac_times = xbar_rows // m.dac_count
@@ -255,8 +222,8 @@ class PimTarget:
             cycles = front + back + (steps - 1) * max(front, back)
         else:
             cycles = (front + back) * steps
-        compute = Fraction(m.period) * cycles * _PS_PER_NS
-        compute_ps = _round_half_up(compute.numerator, compute.denominator)
+        compute = Fraction(m.period) * cycles * PS_PER_NS
+        compute_ps = round_half_up(compute.numerator, compute.denominator)
         # Quirk: the input read is multiplied by 8 ("for compare with mnsim").
         read_ps = self._local.read_ps(xbar_rows * nbytes * 8)
         # getWeightShape: int(cell_precision * cols / mbiw) weight columns per crossbar.
@@ -275,35 +242,46 @@ class PimTarget:
         if work.operands < 1:
             raise InvalidInstanceError(f"vector work needs at least 1 operand, got {work.operands}")
         core = self._config.chip.core
-        nbytes = work.elements * _ceil_div(work.bits, 8)
+        nbytes = work.elements * ceil_div(work.bits, 8)
         reads = 1 if work.operands == 1 else 2
-        steps = _ceil_div(work.elements, core.vector_width)
+        steps = ceil_div(work.elements, core.vector_width)
         # Quirk: compute latency is vector_latency_cycle × steps *nanoseconds*; the core
         # period is not applied (getVectorComputeLatencyCyclePower feeds sc_time in SC_NS).
         one_op = (
             reads * self._local.read_ps(nbytes)
-            + steps * core.vector_latency_cycle * _PS_PER_NS
+            + steps * core.vector_latency_cycle * PS_PER_NS
             + self._local.write_ps(nbytes)
         )
         return max(1, work.operands - 1) * one_op
 
     def _endpoint_ns(self, nbytes: int) -> int:
         """Sender's local read plus receiver's local write of a message."""
-        return _ceil_div(self._local.read_ps(nbytes) + self._local.write_ps(nbytes), _PS_PER_NS)
+        return ceil_div(self._local.read_ps(nbytes) + self._local.write_ps(nbytes), PS_PER_NS)
 
-    def flit_ns(self, src: int, dst: int | None) -> int:
-        """Per-flit latency from core ``src`` to core ``dst`` (None: global memory)."""
-        return self._gm_latency[src] if dst is None else self._latency[src][dst]
+    def step_timing(self) -> PimStepTiming:
+        """The phase prices of a communication step, from this chip's resolved tables."""
+        return PimStepTiming(
+            core_cycle_ns=math.ceil(self._config.chip.core.period),
+            bus_width=self._bus_width,
+            latency=self._latency,
+            memory_latency=self._gm_latency,
+            local=self._local,
+            global_memory=self._global,
+        )
 
-    def local_memory_ns(self, nbytes: int, write: bool) -> int:
-        """One core-local memory read (or write) of ``nbytes``, rounded up to ns."""
-        timing = self._local
-        return _ceil_div(timing.write_ps(nbytes) if write else timing.read_ps(nbytes), _PS_PER_NS)
+    def exchange(self) -> None:
+        """None: not a bulk-synchronous exchange machine."""
+        return None
 
-    def global_memory_ns(self, nbytes: int, write: bool) -> int:
-        """The global memory's own service of one read (or write), without the network."""
-        timing = self._global
-        return _ceil_div(timing.write_ps(nbytes) if write else timing.read_ps(nbytes), _PS_PER_NS)
+    def instruction_frontend(self) -> PimInstructionFrontend:
+        """pimsim-nn instruction files (`raptor_cp.targets.pim.artifact`).
+
+        Imported on demand: only ``raptor-cp periodic`` reads artifacts, and the
+        reader pulls in `raptor_cp.periodic`.
+        """
+        from raptor_cp.targets.pim.artifact import PimInstructionFrontend
+
+        return PimInstructionFrontend(self, self._config.chip.core.matrix.xbar_size)
 
     def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
         """send/recv (``TransferUnit``): 1-flit request, 1-flit ready, read, flits, write.
@@ -313,7 +291,7 @@ class PimTarget:
         """
         if src == dst:
             return 0
-        flits = _ceil_div(nbytes, self._bus_width)
+        flits = ceil_div(nbytes, self._bus_width)
         return (
             self._handshake[src][dst] + flits * self._latency[src][dst] + self._endpoint_ns(nbytes)
         )
@@ -327,8 +305,8 @@ class PimTarget:
         n = self._cores
         if n == 1:
             return 0
-        flits = _ceil_div(nbytes, self._bus_width)
-        network = _round_half_up((flits + 2) * self._pair_latency_sum, n * (n - 1))
+        flits = ceil_div(nbytes, self._bus_width)
+        network = round_half_up((flits + 2) * self._pair_latency_sum, n * (n - 1))
         return network + self._endpoint_ns(nbytes)
 
     def global_read_ns(self, nbytes: int) -> int:
@@ -337,16 +315,16 @@ class PimTarget:
         Quirk: the data coming back is charged 0 flits (response_data_size = 0). The flit
         latency is the mean over cores of L[core][global memory], halves up.
         """
-        flit = _round_half_up(self._gm_latency_sum, self._cores)
+        flit = round_half_up(self._gm_latency_sum, self._cores)
         memory = self._global.read_ps(nbytes) + self._local.write_ps(nbytes)
-        return flit + _ceil_div(memory, _PS_PER_NS)
+        return flit + ceil_div(memory, PS_PER_NS)
 
     def global_write_ns(self, nbytes: int) -> int:
         """``st``: local read, ceil(bytes / bus_width) flits to global memory, global write."""
-        flits = _ceil_div(nbytes, self._bus_width)
-        network = _round_half_up(flits * self._gm_latency_sum, self._cores)
+        flits = ceil_div(nbytes, self._bus_width)
+        network = round_half_up(flits * self._gm_latency_sum, self._cores)
         memory = self._local.read_ps(nbytes) + self._global.write_ps(nbytes)
-        return network + _ceil_div(memory, _PS_PER_NS)
+        return network + ceil_div(memory, PS_PER_NS)
 
     def describe(self) -> dict[str, object]:
         chip = self._config.chip

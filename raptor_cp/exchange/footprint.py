@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
-from raptor_cp.exchange_format import ExchangePlan, TileRow
+from raptor_cp.exchange.plan import ExchangePlan, TileRow
 
 SEND_BYTES = 8
 """Address setup and send, per send (seed)."""

@@ -1,4 +1,4 @@
-"""pimsim-nn instruction artifacts: read them, and realize them as an `EventGraph`.
+"""pimsim-nn instruction artifacts: read them as per-core step programs, priced by the chip.
 
 Two layouts (COST_MODEL.md, "Instruction files"; HEAPLab pimsim-nn f7446df,
 ``Chip::initializeCores`` and ``Chip::initializeCoresFromDirectory``):
@@ -18,11 +18,13 @@ We are stricter than the simulator where it would silently ignore data: a
 bytes in a ``.pim`` file. Every problem raises `InvalidInputError` with one line
 naming the file and the field or instruction.
 
-`artifact_events` turns the instruction streams into per-core `Step` lists
-(`raptor_cp.periodic.events`) priced by a `PimTarget` and builds the event
-graph. Each file is one physical core's whole work (lanes and loop iterations
-already emitted); nothing is expanded. With ROB capacity one every
-instruction runs after the previous one completes:
+`PimInstructionFrontend`, a `PimTarget`'s `InstructionFrontend` capability
+(`PimTarget.instruction_frontend`), turns the instruction streams into
+per-core `Step` lists (`raptor_cp.periodic.steps`) priced by the target, which
+`raptor_cp.periodic.events.build_events` realizes as the event graph. Each
+file is one physical core's whole work (lanes and loop iterations already
+emitted); nothing is expanded. With ROB capacity one every instruction runs
+after the previous one completes:
 
 * ``nop``, scalar ops and ``setbw`` cost one core clock each (serial scalar issue);
 * ``mvmul`` costs the target's MVM time on its array group (crossbars from
@@ -45,21 +47,13 @@ from pathlib import Path
 from typing import Any
 
 from raptor_cp.errors import InvalidInputError
-from raptor_cp.periodic.events import (
-    Compute,
-    EventGraph,
-    Load,
-    Recv,
-    Send,
-    Signal,
-    Step,
-    Store,
-    Wait,
-    build_events,
+from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
+from raptor_cp.targets.base import (
+    InstructionPrograms,
+    MatrixWork,
+    SchedulingTarget,
+    VectorWork,
 )
-from raptor_cp.periodic.timing import step_timing
-from raptor_cp.targets.base import MatrixWork, VectorWork
-from raptor_cp.targets.pim import PimTarget
 
 OPCODES = (
     "nop", "sldi", "sld", "sadd", "ssub", "smul", "saddi", "smuli", "setbw", "mvmul",
@@ -76,6 +70,11 @@ WIDENING = frozenset({"vvmul", "vvsll", "vvsra", "vtanh", "vsigm", "vrsu", "vrsl
 """Vector ops that write ``len × out_B`` (COST_MODEL.md, vector op)."""
 DEFAULT_BITS = 8
 """Input precision of vector ops before the stream's first ``setbw``."""
+ARTIFACT_EFFECTS = (
+    "vector ops are priced at setbw's input precision for input and output widths "
+    "(8 bits before any setbw); mvmul at mbiw for input, weights and output",
+)
+"""Approximations of this frontend, listed with the periodic model's missing effects."""
 _CORE_FILE = re.compile(r"core_([0-9]+)\.(json|pim)")
 _CORE_KEY = re.compile(r"core([0-9]+)")
 _RECORD = struct.Struct("<BBBBiiii")
@@ -349,13 +348,33 @@ def _decode(op: str, rd: int, r1: int, r2: int, g1: int, g2: int, g3: int) -> In
     return Instruction(op, rd, r1, imm=r2)
 
 
-def artifact_events(artifact: Artifact, target: PimTarget) -> EventGraph:
-    """The event graph of ``artifact``'s instruction streams on ``target``.
+@dataclass(frozen=True)
+class PimInstructionFrontend:
+    """The `InstructionFrontend` of a pimsim-nn chip: `load_artifact`, then `artifact_programs`."""
 
-    Raises `InvalidInputError` when the artifact needs more cores or crossbars
-    than ``target`` has, and `InvalidInstanceError` (from `build_events`) when
-    transfers or signals do not pair up.
-    """
+    target: SchedulingTarget
+    """The chip the artifact was compiled for (a `PimTarget`)."""
+    crossbar: tuple[int, int]
+    """Rows and columns of one crossbar: the shape every ``mvmul`` is priced at."""
+    effects: tuple[str, ...] = ARTIFACT_EFFECTS
+
+    def read(self, path: str | Path) -> InstructionPrograms:
+        """`load_artifact`, then `programs`."""
+        return self.programs(load_artifact(path))
+
+    def programs(self, artifact: Artifact) -> InstructionPrograms:
+        """``artifact``'s instruction streams as per-core step programs priced by the target.
+
+        Raises `InvalidInputError` when the artifact needs more cores or crossbars
+        than the target has, or an instruction has zero precision. Time ``O(I)``
+        for ``I`` instructions.
+        """
+        return _programs(artifact, self.target, self.crossbar)
+
+
+def _programs(
+    artifact: Artifact, target: SchedulingTarget, crossbar: tuple[int, int]
+) -> InstructionPrograms:
     name = artifact.source
     if artifact.core_cnt > target.cores:
         raise InvalidInputError(
@@ -372,17 +391,23 @@ def artifact_events(artifact: Artifact, target: PimTarget) -> EventGraph:
     origin: list[list[int]] = []
     for c in range(artifact.core_cnt):
         steps, first = _steps(
-            artifact.cores.get(c, ()), artifact.array_group_map.get(c, ()), target, name, c
+            artifact.cores.get(c, ()),
+            artifact.array_group_map.get(c, ()),
+            target,
+            crossbar,
+            name,
+            c,
         )
         cores.append(steps)
         origin.append(first)
-    return build_events(cores, step_timing(target), name=name, origin=origin)
+    return InstructionPrograms(name, artifact.num_instructions, cores, origin)
 
 
 def _steps(
     stream: tuple[Instruction, ...],
     groups: tuple[int, ...],
-    target: PimTarget,
+    target: SchedulingTarget,
+    crossbar: tuple[int, int],
     name: str,
     core: int,
 ) -> tuple[list[Step], list[int]]:
@@ -390,9 +415,9 @@ def _steps(
 
     Also returns the index of each step's (first) instruction.
     """
-    timing = step_timing(target)
+    timing = target.step_timing()
     cycle = timing.cycle_ns()
-    rows, cols = target.config.chip.core.matrix.xbar_size
+    rows, cols = crossbar
     steps: list[Step] = []
     first: list[int] = []
     local, start = 0, 0

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from raptor_cp.errors import InvalidConfigError
-from raptor_cp.heuristics.exchange_encoder import FootprintError
+from raptor_cp.exchange.encoder import FootprintError
 
 DEFAULT_PENALTIES = (0, 16, 256)
 """Storage penalties of the retries, ns per estimated table byte (the seed's 0, 16, 256)."""
@@ -351,73 +351,3 @@ def _attempt(state: Admission, source: CandidateSource, attempt: Attempt) -> Non
     attempt.admitted = [r.key for r in finalists if state.admitted(r.key)]
     if attempt.admitted:
         attempt.selected = attempt.admitted[0]
-
-
-def admission_report(state: Admission) -> dict[str, object]:
-    """The ``reports/exchange_admission.json`` document (deterministic: no wall times)."""
-    candidates = []
-    for key in sorted(state.records, key=lambda k: (state.records[k].label, k)):
-        record = state.records[key]
-        exact = state.exact.get(key)
-        candidates.append(
-            {
-                "key": key,
-                "label": record.label,
-                "equivalent": sorted(state.aliases.get(key, [])),
-                "configuration": record.configuration,
-                "placement": record.placement,
-                "tile_budget": record.tile_budget,
-                "execution_ns": record.execution_ns,
-                "fragments": record.fragments,
-                "estimate_bytes": record.estimate_bytes,
-                "estimate_unshared_bytes": record.estimate_unshared_bytes,
-                "exact_bytes": None if exact is None else exact.exact_bytes,
-                "exact_unshared_bytes": None if exact is None else exact.exact_unshared_bytes,
-                "error": _ratio(state.error(key)),
-                "phase_errors": [
-                    {
-                        "phase": e.key,
-                        "estimate_bytes": e.estimated,
-                        "exact_bytes": e.encoded,
-                        "error": _ratio(e.error),
-                    }
-                    for e in state.phase_errors(key)
-                ],
-                "stage": state.stage.get(key, "expanded"),
-                "placed_as": state.placed.get(key),
-                "decision": state.decision(key),
-                "ranking": state.reasons.get(key, ""),
-                "details": record.details,
-            }
-        )
-    closest = state.closest()
-    return {
-        "budget_bytes": state.budget,
-        "limits": {
-            "expanded_plan_finalists": state.limits.expanded_plan_finalists,
-            "placement_finalists": state.limits.placement_finalists,
-            "exchange_schedule_finalists": state.limits.exchange_schedule_finalists,
-            "fragment_limit": state.limits.fragment_limit,
-            "penalties_ns_per_byte": list(state.limits.penalties),
-        },
-        "selected": state.selected,
-        "closest": closest,
-        "attempts": [
-            {
-                "penalty_ns_per_byte": a.penalty,
-                "placement_finalists": a.placement_finalists,
-                "exchange_schedule_finalists": a.exchange_schedule_finalists,
-                "placements_run": a.placements_run,
-                "encodings_run": a.encodings_run,
-                "admitted": a.admitted,
-                "selected": a.selected,
-                "note": a.note,
-            }
-            for a in state.attempts
-        ],
-        "candidates": candidates,
-    }
-
-
-def _ratio(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)

@@ -1,6 +1,6 @@
 """Encode a plan's exchange rows exactly: the reference the footprint estimate is measured on.
 
-The estimate (`raptor_cp.heuristics.exchange_footprint`) prices rows in capture
+The estimate (`raptor_cp.exchange.footprint`) prices rows in capture
 order before placement. The encoder places the allocations, schedules every
 transfer on exchange cycles and emits each row's instruction words in that
 scheduled order, so the effects the seed lists as the estimate's blind spots
@@ -54,8 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from raptor_cp.exchange_format import ExchangePlan, Phase, Receive, TileRow, TransferMode
-from raptor_cp.heuristics.exchange_footprint import (
+from raptor_cp.exchange.footprint import (
     INACTIVE_ROW,
     LONG_PAYLOAD_WORDS,
     Footprint,
@@ -64,6 +63,7 @@ from raptor_cp.heuristics.exchange_footprint import (
     align,
     split,
 )
+from raptor_cp.exchange.plan import ExchangePlan, Phase, Receive, TileRow, TransferMode
 
 WORD_BYTES = 4
 PATCH = "@"

@@ -43,9 +43,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from raptor_cp.errors import InvalidConfigError, ScheduleViolationError
+from raptor_cp.errors import CapabilityUnavailableError, ScheduleViolationError
 from raptor_cp.evaluation import placement, task_costs
-from raptor_cp.exchange_format import (
+from raptor_cp.exchange.plan import (
     Address,
     Allocation,
     ExchangePlan,
@@ -58,7 +58,8 @@ from raptor_cp.exchange_format import (
 )
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
-from raptor_cp.targets.ipu import IpuTarget
+from raptor_cp.targets.base import ExchangeTarget
+from raptor_cp.targets.registry import preset_names
 
 WORD_BYTES = 4
 
@@ -122,15 +123,19 @@ def build_exchange_plan(problem: LatencyProblem, schedule: Schedule) -> Exchange
 
     Raises
     ------
-    InvalidConfigError
-        When ``problem.target`` is not an `IpuTarget`.
+    CapabilityUnavailableError
+        When ``problem.target`` is not a bulk-synchronous exchange machine
+        (`SchedulingTarget.exchange` is None).
     ScheduleViolationError
         When the schedule is not a valid placement and order of the graph.
     """
-    target = problem.target
-    if not isinstance(target, IpuTarget):
-        raise InvalidConfigError(
-            f"exchange plans need an ipu target (ipu-mk1, ipu-mk2), got {target.name}"
+    target = problem.target.exchange()
+    if target is None:
+        raise CapabilityUnavailableError(
+            f"exchange plans need an ipu target ({', '.join(preset_names('ipu'))}), "
+            f"got {problem.target.name}",
+            target=problem.target.name,
+            capability="exchange",
         )
     graph = problem.graph
     core, slot = placement(problem, schedule)
@@ -142,7 +147,7 @@ def build_exchange_plan(problem: LatencyProblem, schedule: Schedule) -> Exchange
     return ExchangePlan(
         name=graph.name,
         tiles=target.cores,
-        max_transfer_words=target.chip.max_transfer_words,
+        max_transfer_words=target.max_transfer_words,
         allocations=tuple(builder.allocations),
         steps=tuple(steps),
         compute_ns=tuple(compute),
@@ -352,7 +357,7 @@ def _fold_repeats(phases: list[Phase], compute: list[tuple[object, ...]]) -> lis
     return steps
 
 
-def bsp_makespan_ns(plan: ExchangePlan, target: IpuTarget) -> int:
+def bsp_makespan_ns(plan: ExchangePlan, target: ExchangeTarget) -> int:
     """Bulk-synchronous time of ``plan``: supersteps of compute, sync and exchange.
 
     Each executed phase costs one sync plus the words of its busiest tile (the

@@ -1,9 +1,10 @@
-"""Candidate exchange plans of one workload on an IPU, for `exchange_admission`.
+"""Candidate exchange plans of one workload on an IPU, for `raptor_cp.exchange.admission`.
 
 A candidate varies what the seed varies before an exchange table exists:
 
 - the planning configuration: lanes per operation (the lowering's row chunks)
-  and the tile weight budget ``weight_block_bytes`` (`IpuTarget.weight_tiling`),
+  and the tile weight budget (`ExchangeTarget.with_weight_block`, which cuts
+  weights in `weight_tiling`),
   which together fix the task graph;
 - the tile budget: how many tiles (the first ``n``) the placement may use;
 - the placement: `spread_schedule`, a cheap constructive placement that every
@@ -40,16 +41,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from raptor_cp.errors import NotFoundWithinBudgetError, ProvedInfeasibleError
-from raptor_cp.exchange_format import ExchangePlan
+from raptor_cp.exchange.admission import ExactRecord, PlanRecord
+from raptor_cp.exchange.encoder import encode_exchange
+from raptor_cp.exchange.footprint import estimate_footprint
+from raptor_cp.exchange.plan import ExchangePlan
+from raptor_cp.exchange.planning import bsp_makespan_ns, build_exchange_plan
 from raptor_cp.graph import ComputeGraph
-from raptor_cp.heuristics.exchange_admission import ExactRecord, PlanRecord
-from raptor_cp.heuristics.exchange_encoder import encode_exchange
-from raptor_cp.heuristics.exchange_footprint import estimate_footprint
-from raptor_cp.heuristics.exchange_plan import bsp_makespan_ns, build_exchange_plan
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
 from raptor_cp.solvers import solve
-from raptor_cp.targets.ipu import IpuTarget
+from raptor_cp.targets.base import ExchangeTarget
 from raptor_cp.workload.lowering import default_lanes, lower
 from raptor_cp.workload.model import OpKind, Workload
 
@@ -87,9 +88,9 @@ def batch_graph(graph: ComputeGraph, batch: int) -> ComputeGraph:
     )
 
 
-def lowering_key(workload: Workload, target: IpuTarget, lanes: int) -> tuple[object, ...]:
+def lowering_key(workload: Workload, target: ExchangeTarget, lanes: int) -> tuple[object, ...]:
     """What `lower` uses of ``lanes`` and the block budget: equal keys, equal graphs."""
-    parts: list[object] = [target.chip]
+    parts: list[object] = [target.cost_key()]
     for op in workload.operations:
         if op.kind is OpKind.VECTOR:
             parts.append(min(lanes, op.rows))
@@ -177,7 +178,7 @@ def _fit_weights(problem: LatencyProblem, home: list[int], tiles: int) -> np.nda
     return np.asarray(home, dtype=np.int64)
 
 
-def scheduled(graph: ComputeGraph, target: IpuTarget, scheduler: str, tiles: int) -> Schedule:
+def scheduled(graph: ComputeGraph, target: ExchangeTarget, scheduler: str, tiles: int) -> Schedule:
     """``scheduler``'s schedule on the first ``tiles`` tiles, idle tiles appended.
 
     Raises
@@ -222,20 +223,20 @@ class CandidateOptions:
     def for_workload(
         cls,
         workload: Workload,
-        target: IpuTarget,
+        target: ExchangeTarget,
         lanes: int | None = None,
         scheduler: str = "peft",
         batch: int = 1,
     ) -> CandidateOptions:
         """The defaults of the module docstring; ``lanes`` fixes the lane count."""
-        sram = target.chip.sram_bytes
+        sram = target.tile_memory_bytes
         blocks = (sram // 4, sram // 8)
         per_block = []
         for block in blocks:
             if lanes is not None:
                 per_block.append((lanes,))
                 continue
-            base = max(1, default_lanes(workload, replace(target, weight_block_bytes=block)))
+            base = max(1, default_lanes(workload, target.with_weight_block(block)))
             first = max(1, base // batch)
             per_block.append(tuple(dict.fromkeys(max(1, first >> k) for k in range(3))))
         tiles = target.cores
@@ -257,7 +258,7 @@ class Built:
     """What one candidate's plan is built from."""
 
     problem: LatencyProblem
-    target: IpuTarget
+    target: ExchangeTarget
     """``problem.target``, typed."""
     lowering: tuple[object, ...]
     lanes: int
@@ -274,7 +275,9 @@ class WorkloadCandidates:
     rebuilt on demand.
     """
 
-    def __init__(self, workload: Workload, target: IpuTarget, options: CandidateOptions) -> None:
+    def __init__(
+        self, workload: Workload, target: ExchangeTarget, options: CandidateOptions
+    ) -> None:
         self.workload = workload
         self.target = target
         self.options = options
@@ -293,7 +296,7 @@ class WorkloadCandidates:
         """A spread plan per configuration and tile budget (equivalent ones once)."""
         records = []
         for lanes, block in self.options.configurations():
-            target = replace(self.target, weight_block_bytes=block)
+            target = self.target.with_weight_block(block)
             key = lowering_key(self.workload, target, lanes)
             base = self._graphs.get(key)
             if base is None:

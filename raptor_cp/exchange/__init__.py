@@ -1,0 +1,9 @@
+"""The IPU exchange domain (the seed "Exchange footprint model").
+
+* `plan`: the `ExchangePlan` (supersteps, payloads, addresses) and its JSON;
+* `planning`: the plan of a latency schedule on a bulk-synchronous target;
+* `footprint`: the cheap per-tile exchange-table estimate;
+* `encoder`: the exact table encoder, the only judge of a budget;
+* `candidates`: the candidate plans of one workload (lanes, block and tile budgets);
+* `admission`: budget-aware ranking and shortlists until the encoder admits a plan.
+"""

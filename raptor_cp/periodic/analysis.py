@@ -1,0 +1,176 @@
+"""The periodic diagnostic of an `EventGraph`: recurrence, queue estimate and interval terms.
+
+`analyse_periodic` analyses an event graph two ways (scheduling.md, "Periodic
+dependency diagnostics"):
+
+* the *recurrence*: the maximum cycle ratio of the dependencies with each
+  event's service on its in-edges (`EventGraph.recurrence_graph`), with a
+  witness cycle; a cycle of distance-0 edges is a deadlock;
+* the *queue estimate*: the queue engine's converged interval in event-index and
+  reversed tie order (`raptor_cp.periodic.queue_engine`).
+
+The *interval estimate* is ``max(recurrence, largest per-core work, aggregate
+memory-controller service)``. Each service appears in at most one term's own
+accounting and the terms are combined by a maximum, never a sum, so no service
+is counted twice. The within-generation dependency span (longest distance-0
+path) is reported separately; it is not an initiation interval. These are
+conditional estimates for the abstract execution model, not simulator
+predictions or guaranteed lower bounds (`raptor_cp.reports.periodic_report`
+lists the effects the model leaves out).
+
+Time: the cycle-ratio method's, plus two queue-engine runs, plus ``O(V + E)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from raptor_cp.periodic.cycle_ratio import CycleRatio, DeadlockError, maximum_cycle_ratio
+from raptor_cp.periodic.events import EventGraph, EventKind
+from raptor_cp.periodic.queue_engine import QueueEstimate, queue_estimate
+
+DEADLOCK_REASON = "deadlock: a cycle of distance-0 dependencies; no generation can complete"
+"""Why the queue estimate is unavailable when the recurrence deadlocks."""
+
+
+@dataclass(frozen=True)
+class Recurrence:
+    """The recurrence bound, or why there is none.
+
+    Exactly one of three: ``ratio`` (a critical cycle), ``deadlock`` (the events
+    around a cycle of distance-0 dependencies), or neither (no cycle at all).
+    """
+
+    method: str
+    """Maximum-cycle-ratio method: ``howard`` or ``bisection``."""
+    ratio: CycleRatio | None
+    deadlock: tuple[int, ...] | None
+    """Event ids around a same-generation cycle, in cycle order."""
+
+    @property
+    def status(self) -> str:
+        """``ok``, ``acyclic`` or ``deadlock``."""
+        if self.deadlock is not None:
+            return "deadlock"
+        return "acyclic" if self.ratio is None else "ok"
+
+    @property
+    def interval_ns(self) -> float | None:
+        """The ratio in nanoseconds (None without one)."""
+        return None if self.ratio is None else float(self.ratio.ratio)
+
+
+@dataclass(frozen=True)
+class MemoryService:
+    """The global memory controller's requests and their total service per generation."""
+
+    requests: int
+    loads: int
+    stores: int
+    service_ns: int
+
+
+@dataclass(frozen=True)
+class IntervalEstimate:
+    """``max`` of three terms; ``ns`` and ``bound_by`` are None on deadlock or idle cores."""
+
+    recurrence_ns: float
+    """The recurrence interval, 0 without one."""
+    core_work_ns: int
+    """The busiest core's work, 0 when every core is idle."""
+    memory_service_ns: int
+    ns: float | None
+    bound_by: str | None
+    """``recurrence``, ``core_work`` or ``memory_service``: the largest term (first on ties)."""
+
+
+@dataclass(frozen=True)
+class PeriodicAnalysis:
+    """Everything `analyse_periodic` finds about one event graph."""
+
+    events: EventGraph
+    recurrence: Recurrence
+    queue: QueueEstimate | None
+    """None when the recurrence deadlocks (`DEADLOCK_REASON`)."""
+    active_cores: tuple[int, ...]
+    """Cores with at least one event, ascending."""
+    core_work_ns: dict[int, int]
+    """Work of each active core per generation."""
+    busiest_core: int | None
+    """The active core with the most work (lowest id on ties); None when all are idle."""
+    memory: MemoryService
+    generation_span_ns: int | None
+    """Longest distance-0 path, services included; None on deadlock."""
+    recurrence_edges: int
+    """Dependencies across generations (distance > 0)."""
+    estimate: IntervalEstimate
+
+
+def analyse_periodic(events: EventGraph, method: str = "howard") -> PeriodicAnalysis:
+    """The recurrence, queue estimate and interval estimate of ``events`` (module docstring)."""
+    g = events.graph
+    cores = sorted({int(c) for c in g.core.tolist() if c >= 0})
+    work = {c: int(events.core_work[c]) for c in cores}
+    busiest = max(cores, key=lambda c: (work[c], -c), default=None)
+    requests = events.memory_requests
+    kinds = events.kind[requests]
+    memory = MemoryService(
+        requests=int(requests.size),
+        loads=int(np.count_nonzero(kinds == EventKind.LOAD_SERVICE)),
+        stores=int(np.count_nonzero(kinds == EventKind.STORE_SERVICE)),
+        service_ns=events.memory_service_ns,
+    )
+    recurrence = _recurrence(events, method)
+    deadlocked = recurrence.deadlock is not None
+    terms: dict[str, float] = {
+        "recurrence": recurrence.interval_ns or 0,
+        "core_work": work[busiest] if busiest is not None else 0,
+        "memory_service": memory.service_ns,
+    }
+    bound_by = max(terms, key=lambda name: terms[name])
+    estimated = not deadlocked and busiest is not None
+    return PeriodicAnalysis(
+        events=events,
+        recurrence=recurrence,
+        queue=None if deadlocked else queue_estimate(events),
+        active_cores=tuple(cores),
+        core_work_ns=work,
+        busiest_core=busiest,
+        memory=memory,
+        generation_span_ns=None if deadlocked else _span(events),
+        recurrence_edges=int(np.count_nonzero(g.d > 0)),
+        estimate=IntervalEstimate(
+            recurrence_ns=terms["recurrence"],
+            core_work_ns=work[busiest] if busiest is not None else 0,
+            memory_service_ns=memory.service_ns,
+            ns=terms[bound_by] if estimated else None,
+            bound_by=bound_by if estimated else None,
+        ),
+    )
+
+
+def _recurrence(events: EventGraph, method: str) -> Recurrence:
+    graph = events.recurrence_graph
+    try:
+        result = maximum_cycle_ratio(graph, method)
+    except DeadlockError as error:
+        return Recurrence(method, None, tuple(int(graph.u[e]) for e in error.cycle))
+    return Recurrence(method, result, None)
+
+
+def _span(events: EventGraph) -> int:
+    """Longest path over distance-0 dependencies, services included (one generation)."""
+    g = events.recurrence_graph
+    zero = np.flatnonzero(g.d == 0)
+    finish = [0] * g.num_nodes
+    order = g.sweep_order(np.arange(g.num_nodes), zero)
+    successors: list[list[int]] = [[] for _ in range(g.num_nodes)]
+    for e in zero.tolist():
+        successors[int(g.u[e])].append(e)
+    w, v = g.w.tolist(), g.v.tolist()
+    for x in order:
+        for e in successors[x]:
+            finish[v[e]] = max(finish[v[e]], finish[x] + w[e])
+    return max(finish, default=0)
