@@ -76,6 +76,6 @@ def test_binary_file_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "g.d"
     path.write_bytes(b"\xff\xfe\x00p")
     with pytest.raises(
-        InvalidInputError, match=re.escape(f"{path}: not a text file (expected a Dasdan .d graph)")
+        InvalidInputError, match=re.escape(f"{path}: not UTF-8 text (bad byte at offset ")
     ):
         read_dasdan(path)

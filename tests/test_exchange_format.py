@@ -129,7 +129,7 @@ def test_malformed_json_names_the_file_and_the_field(tmp_path: Path) -> None:
     ):
         load_plan(path)
     path.write_text("{")
-    with pytest.raises(InvalidInputError, match=r"plan\.json: not JSON: "):
+    with pytest.raises(InvalidInputError, match=r"plan\.json: invalid JSON at line 1 column "):
         load_plan(path)
     path.write_text(json.dumps({"format": "other"}))
     with pytest.raises(

@@ -143,7 +143,7 @@ def test_pimsyn_library_is_not_a_chip_config() -> None:
     [
         (
             "bad_json.json",
-            "invalid JSON at line 1, column 32: Expecting property name enclosed in double quotes",
+            "invalid JSON at line 1 column 32: Expecting property name enclosed in double quotes",
         ),
         ("core_cnt_string.json", 'chip_config.core_cnt: expected a positive integer, got "abc"'),
         ("core_cnt_negative.json", "chip_config.core_cnt: expected a positive integer, got -4"),
@@ -210,7 +210,7 @@ def test_malformed_config_gives_one_line(name: str, message: str) -> None:
         ("net_key", "latency.zero: expected an integer node id"),
         ("net_fraction", "latency.0.1: expected a non-negative whole number of ns, got 2.5"),
         ("net_no_latency", "latency: missing (expected {src: {dst: ns per flit}})"),
-        ("net_bad_json", "invalid JSON at line 2, column 1: Expecting ',' delimiter"),
+        ("net_bad_json", "invalid JSON at line 2 column 1: Expecting ',' delimiter"),
     ],
 )
 def test_malformed_network_table_names_the_table(name: str, message: str) -> None:

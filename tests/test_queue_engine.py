@@ -25,8 +25,8 @@ from raptor_cp.periodic.events import (
 )
 from raptor_cp.periodic.graph import PeriodicGraph
 from raptor_cp.periodic.queue_engine import (
-    CONVERGED,
-    UNAVAILABLE,
+    STATUS_CONVERGED,
+    STATUS_UNAVAILABLE,
     queue_estimate,
     run_queue,
 )
@@ -92,7 +92,7 @@ def ping_pong() -> EventGraph:
 def test_ping_pong_interval_is_the_round_trip() -> None:
     events = ping_pong()
     run = run_queue(events)
-    assert run.status == CONVERGED
+    assert run.status == STATUS_CONVERGED
     assert run.interval_ns == 8.0
     assert run.generation_ends == (3, 11, 19, 27, 35)
     assert maximum_cycle_ratio(events.recurrence_graph).ratio == 8
@@ -108,7 +108,7 @@ def test_memory_bound_case_is_set_by_the_controller() -> None:
     assert analysis.memory.service_ns == 20
     assert (analysis.estimate.ns, analysis.estimate.bound_by) == (20, "memory_service")
     assert analysis.queue is not None
-    assert (analysis.queue.run.status, analysis.queue.interval_ns) == (CONVERGED, 20.0)
+    assert (analysis.queue.run.status, analysis.queue.interval_ns) == (STATUS_CONVERGED, 20.0)
 
 
 def barrier() -> EventGraph:
@@ -152,13 +152,13 @@ def test_convergence_needs_two_agreeing_windows() -> None:
         maximum_cycle_ratio(events.recurrence_graph)
     alternating = events_of(2, [(0, 1, 3, 1), (1, 0, 5, 1)], [0, 0], [NO_RESOURCE] * 2, [0, 0], 1)
     run = run_queue(alternating)
-    assert run.status == CONVERGED
+    assert run.status == STATUS_CONVERGED
     assert run.interval_ns == 4.0
 
 
 def test_generation_bound_makes_the_run_unavailable() -> None:
     run = run_queue(ping_pong(), max_generations=4)
-    assert run.status == UNAVAILABLE
+    assert run.status == STATUS_UNAVAILABLE
     assert run.interval_ns is None
     assert run.reason == (
         "generation bound: event 0 (OTHER, core 0) completed 4 generations before the "
@@ -168,7 +168,7 @@ def test_generation_bound_makes_the_run_unavailable() -> None:
 
 def test_event_budget_makes_the_run_unavailable() -> None:
     run = run_queue(ping_pong(), event_budget=5)
-    assert run.status == UNAVAILABLE
+    assert run.status == STATUS_UNAVAILABLE
     assert run.processed_events == 5
     assert run.reason == (
         "processed-event bound 5 = 16(V+E) reached after 2 generation(s) without convergence"
@@ -180,7 +180,7 @@ def test_default_event_budget_is_sixteen_times_v_plus_e() -> None:
     # the 16 * (V + E) = 64 events before the slow one finishes its second generation.
     events = events_of(2, [(0, 0, 1, 1), (1, 1, 1000, 1)], [0, 1], [-1, -1], [0, 0], 2)
     run = run_queue(events)
-    assert run.status == UNAVAILABLE
+    assert run.status == STATUS_UNAVAILABLE
     assert run.processed_events == 64
     assert run.reason == (
         "processed-event bound 64 = 16(V+E) reached after 1 generation(s) without convergence"
@@ -190,7 +190,7 @@ def test_default_event_budget_is_sixteen_times_v_plus_e() -> None:
 def test_stalled_run_is_unavailable() -> None:
     events = events_of(2, [(0, 1, 1, 0), (1, 0, 1, 0)], [0, 1], [-1, -1], [0, 0], 2)
     run = run_queue(events)
-    assert run.status == UNAVAILABLE
+    assert run.status == STATUS_UNAVAILABLE
     assert run.reason == (
         "stalled after 0 generation(s): event 0 (OTHER, core 0) waits in generation 0 for "
         "tokens that never arrive"
@@ -257,7 +257,7 @@ def test_loads_and_stores_share_the_controller_fifo() -> None:
     analysis = analyse_periodic(events)
     assert analysis.memory == MemoryService(requests=3, loads=1, stores=2, service_ns=30)
     queue = analysis.queue
-    assert queue is not None and queue.run.status == CONVERGED
+    assert queue is not None and queue.run.status == STATUS_CONVERGED
     assert queue.interval_ns is not None and queue.interval_ns >= 30
 
 
@@ -305,7 +305,7 @@ def test_crossed_sends_deadlock() -> None:
     doc = periodic_document(analysis, source="crossed", target="fake")
     # Each core's permission waits for its own SEND to complete, which needs the other's.
     assert {e["kind"] for e in doc["recurrence"]["cycle"]} == {"permission", "send_enqueue"}
-    assert doc["queue"] == {"status": UNAVAILABLE, "reason": DEADLOCK_REASON}
+    assert doc["queue"] == {"status": STATUS_UNAVAILABLE, "reason": DEADLOCK_REASON}
     assert doc["interval_estimate"]["bound_by"] is None
 
 

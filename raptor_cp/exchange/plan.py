@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raptor_cp.errors import InvalidInputError, InvalidInstanceError
+from raptor_cp.files import read_json
 
 FORMAT = "raptor-exchange-plan"
 VERSION = 1
@@ -306,13 +307,7 @@ def write_plan(plan: ExchangePlan, path: str | Path) -> None:
 
 def load_plan(path: str | Path) -> ExchangePlan:
     """Read a plan written by `write_plan`; errors name the file and the field."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise InvalidInputError(f"{path}: cannot read exchange plan: {err.strerror}") from None
-    except json.JSONDecodeError as err:
-        raise InvalidInputError(f"{path}: not JSON: {err.msg} at line {err.lineno}") from None
-    return plan_from_json(data, str(path))
+    return plan_from_json(read_json(path), str(path))
 
 
 class _Reader:

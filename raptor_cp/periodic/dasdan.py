@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raptor_cp.errors import InvalidInputError
+from raptor_cp.files import read_text
 from raptor_cp.periodic.graph import PeriodicGraph
 
 
@@ -32,11 +33,7 @@ class DasdanGraph:
 
 def read_dasdan(path: Path) -> DasdanGraph:
     """Parse ``path``; raises `InvalidInputError` (one line, naming the line) if malformed."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInputError(f"{path}: not a text file (expected a Dasdan .d graph)") from None
-    return parse_dasdan(text, str(path))
+    return parse_dasdan(read_text(path), str(path))
 
 
 def parse_dasdan(text: str, where: str) -> DasdanGraph:

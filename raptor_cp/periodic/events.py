@@ -255,11 +255,6 @@ class EventGraph:
         """Total controller service per generation: the aggregate memory-service bound."""
         return int(self.service[self.memory_requests].sum())
 
-    def link_endpoints(self, link: int) -> tuple[int, int]:
-        """``(src, dst)`` of a link id; ``dst`` is `GLOBAL_MEMORY` for the memory."""
-        src, dst = divmod(link, self.num_cores + 1)
-        return src, GLOBAL_MEMORY if dst == self.num_cores else dst
-
 
 def link_id(num_cores: int, src: int, dst: int) -> int:
     """The link label of traffic from core ``src`` to ``dst`` (or `GLOBAL_MEMORY`)."""

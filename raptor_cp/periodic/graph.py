@@ -14,7 +14,6 @@ graph is never unrolled over generations and no dense matrix is formed.
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from functools import cached_property
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.toposort import topological_order
 
 NO_LABEL = -1
 """The core of a node (or link of an edge) that is not placed on one."""
@@ -194,22 +194,11 @@ class PeriodicGraph:
         zero-distance cycles (`zero_distance_cycle`).
         """
         zero = edges[self.d[edges] == 0]
-        indegree = dict.fromkeys(nodes.tolist(), 0)
-        successors: dict[int, list[int]] = {node: [] for node in indegree}
-        for edge in zero.tolist():
-            indegree[int(self.v[edge])] += 1
-            successors[int(self.u[edge])].append(int(self.v[edge]))
-        ready = [node for node, count in indegree.items() if count == 0]
-        heapq.heapify(ready)
-        order: list[int] = []
-        while ready:
-            node = heapq.heappop(ready)
-            order.append(node)
-            for succ in successors[node]:
-                indegree[succ] -= 1
-                if indegree[succ] == 0:
-                    heapq.heappush(ready, succ)
-        return order
+        ids = np.unique(nodes)
+        local = topological_order(
+            ids.shape[0], np.searchsorted(ids, self.u[zero]), np.searchsorted(ids, self.v[zero])
+        )
+        return ids[local].tolist()
 
 
 def canonical_cycle(edges: Iterable[int]) -> tuple[int, ...]:

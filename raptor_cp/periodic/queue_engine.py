@@ -53,8 +53,8 @@ CONVERGENCE_PERCENT = 1
 WINDOW = 2
 """Generations per convergence window."""
 
-CONVERGED = "converged"
-UNAVAILABLE = "unavailable"
+STATUS_CONVERGED = "converged"
+STATUS_UNAVAILABLE = "unavailable"
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class QueueRun:
     tie_order:
         ``"index"`` or ``"reversed"``.
     status:
-        `CONVERGED` or `UNAVAILABLE`.
+        `STATUS_CONVERGED` or `STATUS_UNAVAILABLE`.
     reason:
         Why the run is unavailable (None when it converged).
     interval_ns:
@@ -154,7 +154,9 @@ def run_queue(
     budget = EVENT_BUDGET_FACTOR * (n + events.num_edges) if event_budget is None else event_budget
     order = "reversed" if reverse_ties else "index"
     if n == 0:
-        return QueueRun(order, UNAVAILABLE, "no events: every core is idle", None, (), 0, None, 0)
+        return QueueRun(
+            order, STATUS_UNAVAILABLE, "no events: every core is idle", None, (), 0, None, 0
+        )
     return _Simulation(events, reverse_ties, max_generations, budget).run(order)
 
 
@@ -233,7 +235,7 @@ class _Simulation:
         waits = {c: sum(self.waits[j][c] for j in body) / (2 * WINDOW) for c in queued}
         return QueueRun(
             order,
-            CONVERGED,
+            STATUS_CONVERGED,
             None,
             interval,
             tuple(self.ends),
@@ -245,7 +247,7 @@ class _Simulation:
     def _unavailable(self, order: str, reason: str, processed: int) -> QueueRun:
         return QueueRun(
             order,
-            UNAVAILABLE,
+            STATUS_UNAVAILABLE,
             reason,
             None,
             tuple(self.ends),

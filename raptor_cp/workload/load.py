@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from raptor_cp.errors import InvalidInputError
-from raptor_cp.workload.common import read_json
+from raptor_cp.files import read_json
 from raptor_cp.workload.model import Workload
 from raptor_cp.workload.pimcomp_reader import pimcomp_workload
 from raptor_cp.workload.raptor_json import FORMAT, raptor_graph_workload

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from raptor_cp.errors import InvalidInputError, UnsupportedOperatorError
+from raptor_cp.files import read_json
 from raptor_cp.toposort import CycleFound, order_from_predecessors
-from raptor_cp.workload.common import read_json
 from raptor_cp.workload.model import (
     ALL_ROWS,
     SAME_ROWS,

@@ -22,8 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from raptor_cp.errors import InvalidInputError
+from raptor_cp.files import read_text
 from raptor_cp.toposort import CycleFound, order_from_predecessors
-from raptor_cp.workload.common import read_text
 from raptor_cp.workload.model import ALL_ROWS, Operation, OpKind, Workload
 
 

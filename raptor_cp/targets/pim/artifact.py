@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from raptor_cp.errors import InvalidInputError
+from raptor_cp.files import read_json
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 from raptor_cp.targets.base import (
     InstructionPrograms,
@@ -126,7 +127,7 @@ def load_artifact(path: str | Path) -> Artifact:
         return _load_directory(path)
     if not path.exists():
         raise InvalidInputError(f"{path}: no such file or directory")
-    data = _read_json(path)
+    data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
         raise InvalidInputError(
             f"{path}: config: missing; a single-file artifact is an object with "
@@ -152,7 +153,7 @@ def _load_directory(directory: Path) -> Artifact:
     config_path = directory / "config.json"
     if not config_path.is_file():
         raise InvalidInputError(f"{directory}: missing config.json (core_cnt, array_group_map)")
-    config = _read_json(config_path)
+    config = read_json(config_path)
     if not isinstance(config, dict):
         raise InvalidInputError(
             f"{config_path}: expected an object with core_cnt and array_group_map"
@@ -184,19 +185,6 @@ def _load_directory(directory: Path) -> Artifact:
     cores = {core: _read_core_file(files[core]) for core in range(core_cnt)}
     groups = _group_map(config, cores, core_cnt, str(config_path), "")
     return Artifact(str(directory), core_cnt, groups, cores)
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInputError(f"{path}: not UTF-8 text") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(
-            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
 
 
 def _is_int(value: object) -> bool:
@@ -298,7 +286,7 @@ def _check_op(op: str, where: str) -> None:
 
 def _read_core_file(path: Path) -> tuple[Instruction, ...]:
     if path.suffix == ".json":
-        data = _read_json(path)
+        data = read_json(path)
         if not isinstance(data, list):
             raise InvalidInputError(f"{path}: expected a JSON array of instructions")
         return tuple(_json_instruction(item, f"{path}: [{i}]") for i, item in enumerate(data))

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from raptor_cp.errors import InvalidConfigError
+from raptor_cp.files import read_json
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ def load_pim_config(path: str | Path, label: str | None = None) -> PimConfig:
     """
     path = Path(path)
     source = str(path) if label is None else label
-    data = _read_json(path, source)
+    data = read_json(path, label=source, error=InvalidConfigError)
     chip = parse_chip_config(data, source)
     named = chip.network.net_config_file_path
     if not named:
@@ -160,7 +161,9 @@ def load_pim_config(path: str | Path, label: str | None = None) -> PimConfig:
     if not table_path.exists():
         return PimConfig(source, chip, named, None)
     table_source = str(table_path) if label is None else f"{label}: {named}"
-    table = parse_network_table(_read_json(table_path, table_source), table_source)
+    table = parse_network_table(
+        read_json(table_path, label=table_source, error=InvalidConfigError), table_source
+    )
     return PimConfig(source, chip, named, table)
 
 
@@ -264,22 +267,6 @@ def _matrix(node: _Node) -> MatrixConfig:
         shift_adder_latency_cycle=node.integer("shift_adder_latency_cycle", 1, minimum=0),
         output_buffer_latency_cycle=node.integer("output_buffer_latency_cycle", 1, minimum=0),
     )
-
-
-def _read_json(path: Path, source: str) -> object:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidConfigError(f"{source}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise InvalidConfigError(f"{source}: cannot read: {reason}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidConfigError(
-            f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
 
 
 def _shown(value: object) -> str:

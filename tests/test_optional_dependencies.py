@@ -1,0 +1,27 @@
+"""Optional and test-only dependencies stay out of the package (STYLE.md habit 14).
+
+networkx is a test-only dependency (cross-checks, the import graph): every
+module of ``raptor_cp`` must import with networkx unavailable.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+SCRIPT = """
+import importlib, pkgutil, sys
+sys.modules["networkx"] = None  # any `import networkx` now raises ImportError
+import raptor_cp
+for module in pkgutil.walk_packages(raptor_cp.__path__, "raptor_cp."):
+    importlib.import_module(module.name)
+print("ok")
+"""
+
+
+def test_every_module_imports_without_networkx() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ok\n"
