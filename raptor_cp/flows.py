@@ -19,7 +19,7 @@ detail)`` callback after each phase; nothing here prints or writes files.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -207,9 +207,15 @@ CompileResult = LatencyResult | PipelineResult
 
 
 def compile_latency(
-    prepared: Prepared, scheduler: str = DEFAULT_SCHEDULER, progress: Progress = _quiet
+    prepared: Prepared,
+    scheduler: str = DEFAULT_SCHEDULER,
+    progress: Progress = _quiet,
+    settings: Mapping[str, Any] | None = None,
 ) -> LatencyResult:
     """Schedule a prepared model for latency with ``scheduler``, check and evaluate it.
+
+    ``settings`` are the scheduler's keyword settings (e.g. ``time_limit_s`` for
+    ``cpsat``), as `raptor_cp.solvers.solve` takes them.
 
     Raises
     ------
@@ -220,7 +226,7 @@ def compile_latency(
     """
     problem = LatencyProblem(prepared.graph, prepared.target)
     bounds = lower_bounds(prepared.graph, prepared.target)
-    solution = solve(problem, scheduler)
+    solution = solve(problem, scheduler, **(settings or {}))
     if solution.schedule is None:
         name = prepared.model
         if solution.status is Status.INFEASIBLE:
@@ -236,9 +242,18 @@ def compile_latency(
 
 
 def compile_pipeline(
-    prepared: Prepared, depth: int, *, periodic: bool = False, progress: Progress = _quiet
+    prepared: Prepared,
+    depth: int,
+    *,
+    periodic: bool = False,
+    progress: Progress = _quiet,
+    method: str | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> PipelineResult:
     """Select a pipeline schedule of at most ``depth`` stages and check it.
+
+    ``method`` and ``settings`` choose the registered pipeline solver (default:
+    the production selection).
 
     With ``periodic``, also analyse the realized schedule's periodic execution
     (read-only: the schedule does not change).
@@ -251,7 +266,7 @@ def compile_pipeline(
         When no partition or stage packing is found (bounded search).
     """
     problem = PipelineProblem(prepared.graph, prepared.target, depth)
-    solution = solve(problem)
+    solution = solve(problem, method, **(settings or {}))
     plan, selection = solution.plan, solution.selection
     if plan is None or selection is None:
         raise NotFoundWithinBudgetError(f"{prepared.model}: no pipeline schedule found")

@@ -1,7 +1,8 @@
 """Optional and test-only dependencies stay out of the package (STYLE.md habit 14).
 
-networkx is a test-only dependency (cross-checks, the import graph): every
-module of ``raptor_cp`` must import with networkx unavailable.
+networkx is a test-only dependency (cross-checks, the import graph) and dask an
+optional extra (``raptor-cp report --executor dask``): every module of
+``raptor_cp`` must import with neither available.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import sys
 
 SCRIPT = """
 import importlib, pkgutil, sys
-sys.modules["networkx"] = None  # any `import networkx` now raises ImportError
+for blocked in ("networkx", "dask", "distributed"):
+    sys.modules[blocked] = None  # any import of it now raises ImportError
 import raptor_cp
 for module in pkgutil.walk_packages(raptor_cp.__path__, "raptor_cp."):
     importlib.import_module(module.name)
@@ -19,7 +21,7 @@ print("ok")
 """
 
 
-def test_every_module_imports_without_networkx() -> None:
+def test_every_module_imports_without_networkx_or_dask() -> None:
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=False
     )

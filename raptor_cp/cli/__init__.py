@@ -15,6 +15,7 @@ from raptor_cp.cli.cycle_ratio import cycle_ratio_command
 from raptor_cp.cli.exchange import exchange_command
 from raptor_cp.cli.inspect import inspect_command
 from raptor_cp.cli.periodic import periodic_command
+from raptor_cp.cli.report import report_command
 from raptor_cp.cli.verify import verify_command
 
 
@@ -36,5 +37,6 @@ for _command in (
     cycle_ratio_command,
     periodic_command,
     exchange_command,
+    report_command,
 ):
     main.add_command(_command)
