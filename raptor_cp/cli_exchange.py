@@ -1,6 +1,6 @@
 """``raptor-cp exchange PLAN.json`` and the IPU branch of ``compile --exchange-budget``.
 
-``exchange`` prices a saved exchange plan (`raptor_cp.exchange_format`): the
+``exchange`` prices a saved exchange plan (`raptor_cp.exchange_json`): the
 footprint estimate of every stored phase and of the busiest tile, with and
 without structural sharing; without ``--footprint-only`` it also runs the exact
 encoder and prints the estimate's error per phase and on the busiest tile
@@ -63,7 +63,7 @@ def exchange_command(plan: Path, footprint_only: bool, as_json: bool) -> None:
 
 def exchange_report(path: Path, footprint_only: bool) -> dict[str, Any]:
     """The facts ``exchange`` prints, as a JSON-ready dict."""
-    from raptor_cp.exchange_format import load_plan
+    from raptor_cp.exchange_json import load_plan
     from raptor_cp.heuristics.exchange_candidates import count_fragments
     from raptor_cp.heuristics.exchange_encoder import encode_exchange, phase_errors
     from raptor_cp.heuristics.exchange_footprint import estimate_footprint
@@ -233,7 +233,7 @@ def _write_selected(
     from raptor_cp.check import check
     from raptor_cp.cli import OUTPUT_FILES, write_schedule_files
     from raptor_cp.evaluate import evaluate
-    from raptor_cp.exchange_format import write_plan
+    from raptor_cp.exchange_json import write_plan
     from raptor_cp.heuristics.exchange_admission import admission_report
     from raptor_cp.problems import LatencySolution, Status
     from raptor_cp.reports.output import dumps, format_ns, staged_directory
@@ -289,7 +289,7 @@ def _write_admission(
 ) -> None:
     """On failure: the admission report and the closest plan, nothing else."""
     from raptor_cp.cli import OUTPUT_FILES
-    from raptor_cp.exchange_format import write_plan
+    from raptor_cp.exchange_json import write_plan
     from raptor_cp.heuristics.exchange_admission import admission_report
     from raptor_cp.reports.output import dumps, staged_directory
 

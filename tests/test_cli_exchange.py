@@ -18,9 +18,9 @@ from raptor_cp.exchange_format import (
     Receive,
     Send,
     TileRow,
-    load_plan,
 )
-from raptor_cp.exchange_format import write_plan as save_plan
+from raptor_cp.exchange_json import load_plan
+from raptor_cp.exchange_json import write_plan as save_plan
 
 MODELS = Path(__file__).parent / "data" / "models"
 

@@ -406,10 +406,15 @@ class WorkloadCandidates:
 
 def count_fragments(plan: ExchangePlan) -> int:
     """Transfer pieces of the stored plan: every send and receive, split at the ISA limit."""
+    return sum(phase_fragments(plan).values())
+
+
+def phase_fragments(plan: ExchangePlan) -> dict[int, int]:
+    """Per stored phase, its transfer pieces (TX and RX fragments, split at the ISA limit)."""
     limit = plan.max_transfer_words
-    total = 0
-    for phase, _ in plan.stored_phases():
-        for row in phase.rows:
-            total += sum(-(-s.words // limit) for s in row.sends)
-            total += sum(-(-r.words // limit) for r in row.receives)
-    return total
+    return {
+        phase.index: int(
+            (-(-phase.sends.words // limit)).sum() + (-(-phase.receives.words // limit)).sum()
+        )
+        for phase, _ in plan.stored_phases()
+    }
