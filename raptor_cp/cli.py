@@ -27,6 +27,7 @@ from raptor_cp.errors import (
     ProvedInfeasibleError,
     RaptorError,
 )
+from raptor_cp.heuristics.exchange_admission import DEFAULT_FRAGMENT_LIMIT
 from raptor_cp.problems import LatencyProblem, Status
 from raptor_cp.reports.output import dumps, format_ns, staged_directory
 from raptor_cp.solvers import LATENCY_SOLVERS, latency_solver
@@ -192,6 +193,13 @@ _json_option = click.option(
     show_default=True,
     help="With --exchange-budget: candidates encoded exactly (+ the min-storage one).",
 )
+@click.option(
+    "--fragment-limit",
+    type=click.IntRange(min=1),
+    default=DEFAULT_FRAGMENT_LIMIT,
+    show_default=True,
+    help="With --exchange-budget: never encode a plan with a phase of more transfer pieces.",
+)
 def compile_command(
     model: Path | None,
     target: str,
@@ -209,6 +217,7 @@ def compile_command(
     expanded_plan_finalists: int,
     placement_finalists: int,
     exchange_schedule_finalists: int,
+    fragment_limit: int,
 ) -> None:
     """Schedule MODEL on a target and write schedule.json and trace.json to --out.
 
@@ -248,6 +257,7 @@ def compile_command(
             scheduler=scheduler,
             budget=exchange_budget,
             finalists=finalists,
+            fragment_limit=fragment_limit,
             out=out,
             plot=plot,
             progress=progress.done,

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from raptor_cp.heuristics.exchange_admission import DEFAULT_FRAGMENT_LIMIT
+
 if TYPE_CHECKING:
     from raptor_cp.heuristics.exchange_admission import Admission
     from raptor_cp.heuristics.exchange_candidates import WorkloadCandidates
@@ -43,15 +45,35 @@ REPORT = "reports/exchange_admission.json"
 @click.argument("plan", type=click.Path(path_type=Path))
 @click.option("--footprint-only", is_flag=True, help="Only the estimate; skip the exact encoder.")
 @click.option(
+    "--phase",
+    "phases",
+    type=int,
+    multiple=True,
+    help="Report (and encode) only this stored phase; repeatable.",
+)
+@click.option(
+    "--fragment-limit",
+    type=click.IntRange(min=1),
+    default=DEFAULT_FRAGMENT_LIMIT,
+    show_default=True,
+    help="Do not encode a phase with more transfer pieces than this.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object on stdout and nothing else."
 )
-def exchange_command(plan: Path, footprint_only: bool, as_json: bool) -> None:
+def exchange_command(
+    plan: Path,
+    footprint_only: bool,
+    phases: tuple[int, ...],
+    fragment_limit: int,
+    as_json: bool,
+) -> None:
     """Estimate the exchange-table bytes of PLAN; compare with the exact encoding."""
     from raptor_cp.cli import UserError
     from raptor_cp.errors import RaptorError
 
     try:
-        report = exchange_report(plan, footprint_only)
+        report = exchange_report(plan, footprint_only, phases, fragment_limit)
     except RaptorError as error:
         raise UserError(" ".join(str(error).split())) from None
     if as_json:
@@ -61,41 +83,82 @@ def exchange_command(plan: Path, footprint_only: bool, as_json: bool) -> None:
         click.echo(line)
 
 
-def exchange_report(path: Path, footprint_only: bool) -> dict[str, Any]:
-    """The facts ``exchange`` prints, as a JSON-ready dict."""
+def exchange_report(
+    path: Path,
+    footprint_only: bool,
+    phases: tuple[int, ...] = (),
+    fragment_limit: int = DEFAULT_FRAGMENT_LIMIT,
+) -> dict[str, Any]:
+    """The facts ``exchange`` prints, as a JSON-ready dict.
+
+    Without ``phases`` every stored phase is reported and, unless
+    ``footprint_only``, encoded; the exact busiest tile is given only when every
+    phase was encoded. Phases with more than ``fragment_limit`` transfer pieces
+    are not encoded and are listed under ``not_encoded``.
+
+    Raises
+    ------
+    InvalidInputError
+        When a requested phase is not a stored phase of the plan.
+    """
+    from raptor_cp.errors import InvalidInputError
     from raptor_cp.exchange_json import load_plan
-    from raptor_cp.heuristics.exchange_candidates import count_fragments
-    from raptor_cp.heuristics.exchange_encoder import encode_exchange, phase_errors
+    from raptor_cp.heuristics.exchange_candidates import phase_fragments
+    from raptor_cp.heuristics.exchange_encoder import encode_exchange
     from raptor_cp.heuristics.exchange_footprint import estimate_footprint
 
     plan = load_plan(path)
+    pieces = phase_fragments(plan)
+    unknown = sorted(set(phases) - set(pieces))
+    if unknown:
+        raise InvalidInputError(
+            f"{path}: --phase {unknown[0]}: not a stored phase (stored: "
+            f"{', '.join(map(str, pieces)) or 'none'})"
+        )
+    chosen = [k for k in pieces if not phases or k in phases]
     began = time.perf_counter()
     estimate = estimate_footprint(plan)
     estimate_s = time.perf_counter() - began
+    estimated = estimate.phase_bytes()
     report: dict[str, Any] = {
         "plan": str(path),
         "name": plan.name,
         "tiles": plan.tiles,
         "stored_phases": len(estimate.phases),
         "executed_phases": sum(1 for _ in plan.executed_phases()),
-        "fragments": count_fragments(plan),
+        "fragments": sum(pieces.values()),
+        "fragment_limit": fragment_limit,
         "estimate": _footprint_json(estimate, estimate_s),
         "exact": None,
-        "phase_errors": None,
         "busiest_error": None,
+        "phases": [
+            {"phase": k, "fragments": pieces[k], "estimate_bytes": estimated[k]} for k in chosen
+        ],
+        "not_encoded": [],
     }
     if footprint_only:
         return report
+    report["not_encoded"] = [k for k in chosen if pieces[k] > fragment_limit]
+    encoded = [k for k in chosen if pieces[k] <= fragment_limit]
     began = time.perf_counter()
-    exact = encode_exchange(plan).footprint
-    report["exact"] = _footprint_json(exact, time.perf_counter() - began)
-    report["phase_errors"] = [
-        {"phase": e.key, "estimate_bytes": e.estimated, "exact_bytes": e.encoded, "error": e.error}
-        for e in phase_errors(estimate, exact)
-    ]
-    estimated, encoded = estimate.busiest(shared=True)[1], exact.busiest(shared=True)[1]
-    report["busiest_error"] = None if encoded == 0 else (estimated - encoded) / encoded
+    exact = encode_exchange(plan, phases=set(encoded)).footprint
+    seconds = time.perf_counter() - began
+    exact_bytes = exact.phase_bytes()
+    for entry in report["phases"]:
+        if entry["phase"] in exact_bytes:
+            entry["exact_bytes"] = exact_bytes[entry["phase"]]
+            entry["error"] = _error(entry["estimate_bytes"], entry["exact_bytes"])
+    if len(encoded) == len(pieces):
+        report["exact"] = _footprint_json(exact, seconds)
+        estimated_busiest = estimate.busiest(shared=True)[1]
+        report["busiest_error"] = _error(estimated_busiest, exact.busiest(shared=True)[1])
+    else:
+        report["exact_seconds"] = round(seconds, 4)
     return report
+
+
+def _error(estimated: int, exact: int) -> float | None:
+    return None if exact == 0 else (estimated - exact) / exact
 
 
 def _footprint_json(footprint: Footprint, seconds: float) -> dict[str, Any]:
@@ -106,7 +169,6 @@ def _footprint_json(footprint: Footprint, seconds: float) -> dict[str, Any]:
         "busiest_bytes": shared,
         "busiest_unshared_tile": unshared_tile,
         "busiest_unshared_bytes": unshared,
-        "phase_bytes": {str(p): b for p, b in footprint.phase_bytes().items()},
         "seconds": round(seconds, 4),
     }
 
@@ -130,20 +192,31 @@ def _exchange_lines(report: dict[str, Any]) -> list[str]:
         f"({report['executed_phases']} executed), {report['fragments']:,} transfer pieces",
         busiest("estimate", report["estimate"]),
     ]
-    if report["exact"] is None:
-        lines.append("phase  estimate B")
-        lines += [f"{p:>5}  {b:>10,}" for p, b in report["estimate"]["phase_bytes"].items()]
-        return lines
-    lines.append(busiest("exact", report["exact"]))
-    lines.append(
-        f"busiest-tile error (estimate vs exact, with sharing): {_percent(report['busiest_error'])}"
-    )
-    lines.append("phase  estimate B    exact B     error")
-    lines += [
-        f"{e['phase']:>5}  {e['estimate_bytes']:>10,}  {e['exact_bytes']:>9,}  "
-        f"{_percent(e['error']):>8}"
-        for e in report["phase_errors"]
-    ]
+    if report["exact"] is not None:
+        lines.append(busiest("exact", report["exact"]))
+        lines.append(
+            "busiest-tile error (estimate vs exact, with sharing): "
+            f"{_percent(report['busiest_error'])}"
+        )
+    elif "exact_seconds" in report:
+        lines.append(
+            f"exact    {len(report['phases']) - len(report['not_encoded'])} phase(s) "
+            f"encoded in {1000 * report['exact_seconds']:.1f} ms"
+        )
+    lines.append("phase  fragments  estimate B    exact B     error")
+    for e in report["phases"]:
+        exact = f"{e['exact_bytes']:>9,}" if "exact_bytes" in e else f"{'-':>9}"
+        error = _percent(e["error"]) if "exact_bytes" in e else "-"
+        lines.append(
+            f"{e['phase']:>5}  {e['fragments']:>9,}  {e['estimate_bytes']:>10,}  {exact}  "
+            f"{error:>8}"
+        )
+    for k in report["not_encoded"]:
+        pieces = next(e["fragments"] for e in report["phases"] if e["phase"] == k)
+        lines.append(
+            f"phase {k} not encoded: {pieces:,} fragments over the fragment limit "
+            f"{report['fragment_limit']:,} (--fragment-limit)"
+        )
     return lines
 
 
@@ -158,6 +231,7 @@ def compile_admitted(
     scheduler: str,
     budget: int,
     finalists: tuple[int, int, int],
+    fragment_limit: int,
     out: Path,
     plot: bool,
     progress: Callable[[str, str], None],
@@ -170,8 +244,11 @@ def compile_admitted(
         A fixed lane count (``--lanes``), or None to vary it (`CandidateOptions`).
     finalists:
         ``(expanded_plan_finalists, placement_finalists, exchange_schedule_finalists)``.
+    fragment_limit:
+        Transfer pieces per phase above which a plan is not encoded exactly.
     progress:
-        Called with (phase, detail) after each step, as ``compile``'s progress lines.
+        Called with (phase, detail) after each step, as ``compile``'s progress lines:
+        every lowering, expanded plan, placement and exact encoding of admission.
 
     Raises
     ------
@@ -190,16 +267,22 @@ def compile_admitted(
             f"--exchange-budget needs an ipu target (ipu-mk1, ipu-mk2), got {target.name}"
         )
     expanded, placement, schedule = finalists
-    limits = AdmissionLimits(expanded, placement, schedule)
+    limits = AdmissionLimits(expanded, placement, schedule, fragment_limit)
     options = CandidateOptions.for_workload(workload, target, lanes, scheduler)
-    source = WorkloadCandidates(workload, target, options)
-    state = admit(source, budget, limits)
-    placed = sum(a.placements_run for a in state.attempts)
-    encoded = sum(a.encodings_run for a in state.attempts)
+    source = WorkloadCandidates(workload, target, options, progress)
+    began = time.perf_counter()
+    state = admit(source, budget, limits, progress)
+    steps = [*state.attempts, *([state.exhaustion] if state.exhaustion else [])]
+    placed = sum(a.placements_run for a in steps)
+    encoded = sum(a.encodings_run for a in steps)
+    skipped = len(state.reported)
     progress(
         "admit",
         f"{len(state.expanded)} expanded, {placed} placed, {encoded} encoded exactly, "
-        f"{len(state.attempts)} attempt(s)",
+        f"{len(state.attempts)} attempt(s)"
+        + (", exhaustive fallback" if state.exhaustion else "")
+        + (f", {skipped} kept from encoding by the fragment limit" if skipped else "")
+        + f"; admission {time.perf_counter() - began:.1f} s",
     )
     if state.selected is None:
         _write_admission(out, source, state, state.closest())
@@ -234,8 +317,8 @@ def _write_selected(
     from raptor_cp.cli import OUTPUT_FILES, write_schedule_files
     from raptor_cp.evaluate import evaluate
     from raptor_cp.exchange_json import write_plan
-    from raptor_cp.heuristics.exchange_admission import admission_report
     from raptor_cp.problems import LatencySolution, Status
+    from raptor_cp.reports.exchange_admission import admission_report
     from raptor_cp.reports.output import dumps, format_ns, staged_directory
 
     record, built = state.records[key], source.built[key]
@@ -280,6 +363,8 @@ def _write_selected(
             "weight_block_bytes": record.details["weight_block_bytes"],
             "tile_budget": record.tile_budget,
             "candidates": len(state.records),
+            "fragment_limit": state.limits.fragment_limit,
+            "over_fragment_limit": len(state.reported),
         },
     }
 
@@ -290,7 +375,7 @@ def _write_admission(
     """On failure: the admission report and the closest plan, nothing else."""
     from raptor_cp.cli import OUTPUT_FILES
     from raptor_cp.exchange_json import write_plan
-    from raptor_cp.heuristics.exchange_admission import admission_report
+    from raptor_cp.reports.exchange_admission import admission_report
     from raptor_cp.reports.output import dumps, staged_directory
 
     with staged_directory(out, OUTPUT_FILES) as staging:

@@ -6,7 +6,12 @@ for the instruction model.
 
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from raptor_cp.exchange_format import (
     Address,
@@ -22,9 +27,11 @@ from raptor_cp.exchange_format import (
 )
 from raptor_cp.heuristics.exchange_encoder import (
     PATCH,
+    cut_pieces,
     encode_exchange,
     phase_errors,
     place_allocations,
+    schedule_pieces,
     tile_errors,
 )
 from raptor_cp.heuristics.exchange_footprint import estimate_footprint, estimate_row
@@ -403,3 +410,61 @@ def test_a_lowered_schedule_encodes_every_row_the_estimate_prices() -> None:
     assert estimate.rows.keys() == exact.rows.keys()
     assert estimate.phases == exact.phases
     assert len(estimate.rows) > 0
+
+
+@st.composite
+def _random_phase(draw: st.DrawFn) -> ExchangePlan:
+    """A one-phase plan on 5 tiles: each tile sends 0-3 payloads to random other tiles."""
+    tiles, limit = 5, draw(st.sampled_from([3, 8, 4096]))
+    allocations = [Allocation(t, "out") for t in range(tiles)]
+    allocations += [Allocation(t, "in") for t in range(tiles)]
+    sends: dict[int, list[Send]] = {t: [] for t in range(tiles)}
+    receives: dict[int, list[Receive]] = {t: [] for t in range(tiles)}
+    end = [0] * (2 * tiles)
+    payload = 0
+    for tile in range(tiles):
+        for _ in range(draw(st.integers(0, 3))):
+            others = [t for t in range(tiles) if t != tile]
+            receivers = sorted(draw(st.sets(st.sampled_from(others), min_size=1)))
+            words = draw(st.integers(1, 12))
+            sends[tile].append(Send(payload, words, tuple(receivers), Address(tile, end[tile])))
+            end[tile] += 4 * words
+            for r in receivers:
+                receives[r].append(
+                    Receive(payload, tile, words, Address(tiles + r, end[tiles + r]))
+                )
+                end[tiles + r] += 4 * words
+            payload += 1
+    rows = tuple(
+        TileRow(t, tuple(sends[t]), tuple(receives[t]))
+        for t in range(tiles)
+        if sends[t] or receives[t]
+    )
+    return ExchangePlan("random", tiles, limit, tuple(allocations), (Phase(0, rows),))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_random_phase())
+def test_no_tile_switches_its_mux_inside_its_own_send(plan: ExchangePlan) -> None:
+    # The schedule's rule, checked on the pieces: on every tile, sends do not overlap,
+    # receives do not overlap, and no receive starts or ends strictly inside a send
+    # (a receive may start with the send: send+mux). Encoding then never needs an
+    # instruction inside a send (it would raise).
+    ((phase, _),) = plan.stored_phases()
+    bases = np.asarray(place_allocations(plan))
+    pieces = cut_pieces(phase, plan.max_transfer_words, bases)
+    start = schedule_pieces(phase, pieces, plan.tiles)
+    end = start + pieces.words
+    sends_of = {t: [] for t in range(plan.tiles)}
+    receives_of = {t: [] for t in range(plan.tiles)}
+    for k in range(start.size):
+        sends_of[int(pieces.sender[k])].append((int(start[k]), int(end[k])))
+        for r in phase.sends.receivers_of(int(pieces.send[k])).tolist():
+            receives_of[r].append((int(start[k]), int(end[k])))
+    for t in range(plan.tiles):
+        for spans in (sorted(sends_of[t]), sorted(receives_of[t])):
+            assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+        for a, b in sends_of[t]:
+            assert not any(a < x < b for r in receives_of[t] for x in r)
+    encoding = encode_exchange(plan)
+    assert encoding.exchange_cycles[0] == int(end.max(initial=0))

@@ -42,7 +42,7 @@ import numpy as np
 from raptor_cp.errors import NotFoundWithinBudgetError, ProvedInfeasibleError
 from raptor_cp.exchange_format import ExchangePlan
 from raptor_cp.graph import ComputeGraph
-from raptor_cp.heuristics.exchange_admission import ExactRecord, PlanRecord
+from raptor_cp.heuristics.exchange_admission import ExactRecord, PlanRecord, Progress
 from raptor_cp.heuristics.exchange_encoder import encode_exchange
 from raptor_cp.heuristics.exchange_footprint import estimate_footprint
 from raptor_cp.heuristics.exchange_plan import bsp_makespan_ns, build_exchange_plan
@@ -274,10 +274,17 @@ class WorkloadCandidates:
     rebuilt on demand.
     """
 
-    def __init__(self, workload: Workload, target: IpuTarget, options: CandidateOptions) -> None:
+    def __init__(
+        self,
+        workload: Workload,
+        target: IpuTarget,
+        options: CandidateOptions,
+        progress: Progress | None = None,
+    ) -> None:
         self.workload = workload
         self.target = target
         self.options = options
+        self.progress = progress or (lambda stage, detail: None)
         self.built: dict[str, Built] = {}
         self.failures: dict[str, str] = {}
         """Label -> why a configuration or tile budget produced no candidate."""
@@ -301,6 +308,7 @@ class WorkloadCandidates:
                 empty = Schedule((), np.zeros(0, dtype=np.int64), SPREAD)
                 base = Built(LatencyProblem(graph, target), target, key, lanes, empty)
                 self._graphs[key] = base
+                self.progress("lower", f"lanes={lanes} block={block}: {graph.num_tasks:,} tasks")
             configuration = f"lanes={lanes} block={block}"
             if self.options.batch > 1:
                 configuration = f"batch={self.options.batch} {configuration}"
@@ -312,7 +320,13 @@ class WorkloadCandidates:
                     self.failures[label] = str(error)
                     continue
                 built = replace(base, lanes=lanes, schedule=schedule)
-                records.append(self._record(built, label, configuration, tiles))
+                record = self._record(built, label, configuration, tiles)
+                records.append(record)
+                self.progress(
+                    "expand",
+                    f"{label}: estimate {record.estimate_bytes:,} B, largest phase "
+                    f"{record.largest_phase[1]:,} fragments",
+                )
         return records
 
     def place(self, record: PlanRecord) -> PlanRecord | str:
@@ -379,6 +393,8 @@ class WorkloadCandidates:
         began = time.perf_counter()
         footprint = estimate_footprint(plan)
         elapsed = time.perf_counter() - began
+        pieces = phase_fragments(plan)
+        largest = max(pieces.items(), key=lambda item: (item[1], -item[0]), default=(0, 0))
         record = PlanRecord(
             key=key,
             label=label,
@@ -388,7 +404,8 @@ class WorkloadCandidates:
             execution_ns=bsp_makespan_ns(plan, built.target),
             estimate_bytes=footprint.busiest(shared=True)[1],
             estimate_unshared_bytes=footprint.busiest(shared=False)[1],
-            fragments=count_fragments(plan),
+            fragments=sum(pieces.values()),
+            largest_phase=largest,
             phase_estimates=tuple(sorted(footprint.phase_bytes().items())),
             details={
                 "batch": self.options.batch,
@@ -402,11 +419,6 @@ class WorkloadCandidates:
         )
         self._records[key] = record
         return record
-
-
-def count_fragments(plan: ExchangePlan) -> int:
-    """Transfer pieces of the stored plan: every send and receive, split at the ISA limit."""
-    return sum(phase_fragments(plan).values())
 
 
 def phase_fragments(plan: ExchangePlan) -> dict[int, int]:

@@ -79,6 +79,7 @@ events, plus one signature per active row.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -246,14 +247,14 @@ def schedule_pieces(phase: Phase, pieces: Pieces, tiles: int) -> np.ndarray:
     receive_free = np.zeros(tiles, dtype=np.int64)
     start = np.zeros(pieces.send.size, dtype=np.int64)
     sender, words, send = pieces.sender.tolist(), pieces.words.tolist(), pieces.send.tolist()
-    first = np.flatnonzero(np.r_[True, pieces.sender[1:] != pieces.sender[:-1]]).tolist()
+    first = np.flatnonzero(np.diff(pieces.sender, prepend=-1) != 0).tolist()
     heap = [(0, sender[k], k) for k in first]
     heapq.heapify(heap)
     while heap:
         bound, tile, k = heapq.heappop(heap)
         j = send[k]
         targets = receivers[starts[j] : starts[j + 1]]
-        at = _earliest(tile, targets, words[k], send_start, send_free, receive_free)
+        at = _earliest(bound, tile, targets, words[k], send_start, send_free, receive_free)
         if at > bound:
             heapq.heappush(heap, (at, tile, k))
             continue
@@ -268,6 +269,7 @@ def schedule_pieces(phase: Phase, pieces: Pieces, tiles: int) -> np.ndarray:
 
 
 def _earliest(
+    now: int,
     sender: int,
     receivers: np.ndarray,
     length: int,
@@ -275,8 +277,12 @@ def _earliest(
     send_free: np.ndarray,
     receive_free: np.ndarray,
 ) -> int:
-    """Earliest start of a piece at which no tile must switch its mux inside its own send."""
-    at = max(int(send_free[sender]), int(receive_free[receivers].max()))
+    """Earliest start from cycle ``now`` at which no tile switches its mux inside its own send.
+
+    Every piece scheduled so far starts by ``now``, so on each tile only its latest
+    send and its latest receive can still be under way: the arrays hold those.
+    """
+    at = max(now, int(send_free[sender]), int(receive_free[receivers].max()))
     while True:
         busy = send_free[receivers]
         blocked = busy > at
@@ -397,6 +403,8 @@ def _rows(
 
 def _words(actions: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows' words with delays and send/mux combinations: (tile per word, words, patch)."""
+    if not actions.size:
+        return np.zeros(0, np.int64), np.zeros((0, 5), np.int64), np.zeros(0, np.int64)
     tile, cycle, code = actions[:, 0], actions[:, 1], actions[:, 3]
     combine = np.r_[
         (code[:-1] == SETMUX)
@@ -467,8 +475,16 @@ def _encode_phase(
     return code, costs, cycles
 
 
-def encode_exchange(plan: ExchangePlan, bases: tuple[int, ...] | None = None) -> Encoding:
-    """Encode every stored row of ``plan``; ``bases`` defaults to `place_allocations`."""
+def encode_exchange(
+    plan: ExchangePlan,
+    bases: tuple[int, ...] | None = None,
+    phases: Collection[int] | None = None,
+) -> Encoding:
+    """Encode every stored row of ``plan``, or only those of the stored ``phases``.
+
+    ``bases`` defaults to `place_allocations` (of the whole plan). With
+    ``phases``, the footprint counts those phases only.
+    """
     if bases is None:
         bases = place_allocations(plan)
     placed = np.asarray(bases, dtype=np.int64)
@@ -477,6 +493,8 @@ def encode_exchange(plan: ExchangePlan, bases: tuple[int, ...] | None = None) ->
     codes: dict[int, _PhaseCode] = {}
     cycles: dict[int, int] = {}
     for phase, count in plan.stored_phases():
+        if phases is not None and phase.index not in phases:
+            continue
         code, costs, cycles[phase.index] = _encode_phase(plan, phase, count, placed, routes)
         codes[phase.index] = code
         accumulator.add_phase(phase.index, costs)
