@@ -84,6 +84,13 @@ def _ints(values: Sequence[int] | np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=np.int64).reshape(-1)
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct ``values`` (`numpy.unique` by sorting: its hashing is ~10x slower
+    on the few-hundred-thousand int64 keys plans have, numpy 2.4)."""
+    ordered = np.sort(values)
+    return ordered[np.diff(ordered, prepend=ordered[:1] - 1) != 0]
+
+
 @dataclass(frozen=True, eq=False)
 class SendColumns:
     """A phase's sends in row order; send ``k`` goes to `receivers_of` ``(k)``."""
@@ -328,9 +335,16 @@ class ExchangePlan:
                 yield step
 
 
-def _position_in_row(tiles: np.ndarray) -> np.ndarray:
-    """Index of every entry within its row (``tiles`` ascending)."""
-    return np.arange(tiles.size) - np.searchsorted(tiles, tiles, side="left")
+class _Places:
+    """Names transfer ``k`` of a phase for error messages: ``phase P tile T send J``."""
+
+    def __init__(self, phase: int, tiles: np.ndarray, kind: str) -> None:
+        self.phase, self.tiles, self.kind = phase, tiles, kind
+
+    def __call__(self, k: int) -> str:
+        tile = int(self.tiles[k])
+        position = k - int(np.searchsorted(self.tiles, tile, side="left"))
+        return f"phase {self.phase} tile {tile} {self.kind} {position}"
 
 
 def _first(mask: np.ndarray) -> int | None:
@@ -387,7 +401,7 @@ class _Validator:
 
     def addresses(
         self,
-        where: list[str],
+        where: _Places,
         allocation: np.ndarray,
         offset: np.ndarray,
         stride: np.ndarray,
@@ -397,38 +411,30 @@ class _Validator:
         known = (allocation >= 0) & (allocation < self.allocation_tile.size)
         bad = _first(~known)
         if bad is not None:
-            self.fail(where[bad], f"unknown allocation {allocation[bad]}")
+            self.fail(where(bad), f"unknown allocation {allocation[bad]}")
         owner = self.allocation_tile[allocation]
         bad = _first(owner != tile)
         if bad is not None:
             self.fail(
-                where[bad], f"allocation {allocation[bad]} is on tile {owner[bad]}, not {tile[bad]}"
+                where(bad), f"allocation {allocation[bad]} is on tile {owner[bad]}, not {tile[bad]}"
             )
         bad = _first(offset < 0)
         if bad is not None:
-            self.fail(where[bad], f"negative offset {offset[bad]}")
+            self.fail(where(bad), f"negative offset {offset[bad]}")
         if not repeat:
             bad = _first(stride != 0)
             if bad is not None:
-                self.fail(where[bad], "an iterated pointer (stride != 0) outside a Repeat body")
+                self.fail(where(bad), "an iterated pointer (stride != 0) outside a Repeat body")
 
     def phase(self, phase: Phase, repeat: bool) -> None:
         self.row_structure(phase)
         tiles = self.plan.tiles
         s, r = phase.sends, phase.receives
-        prefix = f"phase {phase.index} tile"
-        s_at = [
-            f"{prefix} {t} send {k}"
-            for t, k in zip(s.tile.tolist(), _position_in_row(s.tile).tolist(), strict=True)
-        ]
-        r_at = [
-            f"{prefix} {t} receive {k}"
-            for t, k in zip(r.tile.tolist(), _position_in_row(r.tile).tolist(), strict=True)
-        ]
+        s_at, r_at = _Places(phase.index, s.tile, "send"), _Places(phase.index, r.tile, "receive")
         fanout = s.fanout()
         bad = _first((s.words < 1) | (fanout < 1))
         if bad is not None:
-            self.fail(s_at[bad], "needs words >= 1 and at least one receiver")
+            self.fail(s_at(bad), "needs words >= 1 and at least one receiver")
         owner = np.repeat(s.tile, fanout)
         receivers = s.receivers
         follows = np.ones(receivers.size, dtype=bool)
@@ -438,7 +444,7 @@ class _Validator:
         bad = _first(np.logical_or.reduceat(wrong, s.receivers_start[:-1])) if wrong.size else None
         if bad is not None:
             self.fail(
-                s_at[bad], f"receivers must be distinct ascending other tiles in 0..{tiles - 1}"
+                s_at(bad), f"receivers must be distinct ascending other tiles in 0..{tiles - 1}"
             )
         self.addresses(s_at, s.allocation, s.offset, s.stride, s.tile, repeat)
         send_of = np.repeat(np.arange(len(s)), fanout)
@@ -448,7 +454,7 @@ class _Validator:
         if twice.size:
             k = int(order[twice + 1].min())
             self.fail(
-                s_at[send_of[k]],
+                s_at(int(send_of[k])),
                 f"payload {s.payload[send_of[k]]} sent to tile {receivers[k]} twice",
             )
         received = np.stack((r.tile, r.payload, r.sender))
@@ -459,7 +465,7 @@ class _Validator:
             repeated = int(order_in[again + 1].min())
             bad = repeated if bad is None else min(bad, repeated)
         if bad is not None:
-            self.fail(r_at[bad], "needs words >= 1 and a (payload, sender) not received before")
+            self.fail(r_at(bad), "needs words >= 1 and a (payload, sender) not received before")
         self.addresses(r_at, r.allocation, r.offset, r.stride, r.tile, repeat)
         self.matching(phase.index, sent, s.words[send_of], received, r.words)
 

@@ -99,7 +99,7 @@ def lowering_key(workload: Workload, target: IpuTarget, lanes: int) -> tuple[obj
     return tuple(parts)
 
 
-def spread_schedule(problem: LatencyProblem, tiles: int) -> Schedule:
+def spread_schedule(problem: LatencyProblem, tiles: int, slots: int | None = None) -> Schedule:
     """Deal every operation's tasks evenly over a span of the first ``tiles`` tiles.
 
     Within an operation, tasks are taken by weight, then lane, then id (batch
@@ -115,7 +115,7 @@ def spread_schedule(problem: LatencyProblem, tiles: int) -> Schedule:
     the next tile (cyclically) that holds them or has room. Each tile runs its
     tasks by operation, then id: a topological order, as operations are
     numbered in workload order. ``O(T log T)`` plus the capacity probes; no
-    timing search.
+    timing search. ``slots`` is ``graph.distinct_weight_slots()``, when known.
 
     Raises
     ------
@@ -136,7 +136,9 @@ def spread_schedule(problem: LatencyProblem, tiles: int) -> Schedule:
     groups = np.zeros(ops, dtype=np.int64)
     pairs = np.unique(operation[used] * max(graph.num_weights, 1) + first_weight[used])
     np.add.at(groups, pairs // max(graph.num_weights, 1), 1)
-    replicas = max(1, tiles * target.capacity(0) // max(1, 2 * graph.distinct_weight_slots()))
+    if slots is None:
+        slots = graph.distinct_weight_slots()
+    replicas = max(1, tiles * target.capacity(0) // max(1, 2 * slots))
     span = np.where(groups > 0, np.minimum(tiles, groups * replicas), tiles)
     begin = np.zeros(ops, dtype=np.int64)
     cursor = 0
@@ -309,13 +311,14 @@ class WorkloadCandidates:
                 base = Built(LatencyProblem(graph, target), target, key, lanes, empty)
                 self._graphs[key] = base
                 self.progress("lower", f"lanes={lanes} block={block}: {graph.num_tasks:,} tasks")
+            slots = base.problem.graph.distinct_weight_slots()
             configuration = f"lanes={lanes} block={block}"
             if self.options.batch > 1:
                 configuration = f"batch={self.options.batch} {configuration}"
             for tiles in self.options.tile_budgets:
                 label = f"{configuration} tiles={tiles} {SPREAD}"
                 try:
-                    schedule = spread_schedule(base.problem, tiles)
+                    schedule = spread_schedule(base.problem, tiles, slots)
                 except NotFoundWithinBudgetError as error:
                     self.failures[label] = str(error)
                     continue

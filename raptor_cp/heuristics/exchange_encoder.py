@@ -85,7 +85,7 @@ from functools import cached_property
 
 import numpy as np
 
-from raptor_cp.exchange_format import ExchangePlan, Phase
+from raptor_cp.exchange_format import ExchangePlan, Phase, distinct
 from raptor_cp.heuristics.exchange_footprint import (
     ALIGNMENT,
     INACTIVE_ROW,
@@ -459,7 +459,7 @@ def _encode_phase(
     start = schedule_pieces(phase, pieces, tiles)
     events = _receive_events(phase, pieces, start, bases, tiles)
     word_tile, words, patch = _words(_actions(phase, pieces, start, events, routes), limit)
-    active = np.unique(word_tile)
+    active = distinct(word_tile)
     bounds = row_bounds(word_tile, active)
     code = _PhaseCode(active, bounds, words, patch)
     iterated = set()

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from raptor_cp.exchange_format import ExchangePlan, Phase, SendColumns, TileRow
+from raptor_cp.exchange_format import ExchangePlan, Phase, SendColumns, TileRow, distinct
 
 SEND_BYTES = 8
 """Address setup and send, per send (seed)."""
@@ -238,7 +238,7 @@ def estimate_rows(
         & (receives.offset[1:] == receives.offset[:-1] + 4 * receives.words[:-1])
     )
     receive_bytes = RECEIVE_BYTES * receive_pieces + RECEIVE_ADDRESS_BYTES * ~continued
-    active = np.union1d(sends.tile, receives.tile)
+    active = distinct(np.concatenate((sends.tile, receives.tile)))
     at_send = np.searchsorted(active, sends.tile)
     at_receive = np.searchsorted(active, receives.tile)
     size = active.size

@@ -61,6 +61,7 @@ from raptor_cp.exchange_format import (
     Repeat,
     SendColumns,
     Step,
+    distinct,
 )
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
@@ -129,7 +130,8 @@ def _supersteps(problem: LatencyProblem, schedule: Schedule, core: np.ndarray) -
         heads = dst[edges]
         np.maximum.at(step, heads, step[src[edges]] + weight[edges])
         np.subtract.at(waiting, heads, 1)
-        frontier = np.unique(heads[waiting[heads] == 0])
+        ready = np.sort(heads[waiting[heads] == 0])
+        frontier = ready[np.diff(ready, prepend=-1) != 0]
     if done < n:
         stuck = int(np.flatnonzero(waiting > 0)[0])
         raise ScheduleViolationError(
@@ -240,7 +242,7 @@ class _Builder:
         payload_of_sorted, first = _first_seen((s * (int(b.max()) + 1) + b)[send_order])
         payload = np.empty(cross.size, dtype=np.int64)
         payload[send_order] = payload_of_sorted
-        pairs = np.unique(payload * tiles + tile)
+        pairs = distinct(payload * tiles + tile)
         starts = np.searchsorted(pairs // tiles, np.arange(first.size + 1))
         receivers = pairs % tiles
         head = send_order[first]

@@ -112,7 +112,9 @@ class HopTransferRows(TransferRows):
     The constructor computes every core pair's hop distance once and checks, for
     two probe sizes (1 byte and 1 MiB: latency- and bandwidth-dominated), that
     ``transfer_ns`` equals the value of one representative pair at the same
-    distance; ``O(P²)`` target calls, once per solve. If the target passes, the
+    distance; ``O(P²)`` target calls, once per solve, or one array each from a
+    target that offers ``hop_matrix()`` and ``transfer_matrix_ns(nbytes)`` (the
+    IPU, whose 1,472 tiles make 2·10⁶ pairs). If the target passes, the
     row for ``(src, nbytes)`` is the per-distance cost vector of ``nbytes``
     (memoised per byte count) indexed by ``src``'s hop row; otherwise the exact
     per-core rows of `TransferRows` are used.
@@ -120,13 +122,21 @@ class HopTransferRows(TransferRows):
 
     hop_invariant: bool = False
     """True when rows come from the hop-distance tables."""
+    two_classes: bool = False
+    """True when, besides, the only distances are 0 (the same core) and 1 (any other)."""
 
     def __init__(self, target: SchedulingTarget, cache_sizes: int = 65_536) -> None:
         super().__init__(target)
-        cores = target.cores
-        hops = np.array(
-            [[target.hops(a, b) for b in range(cores)] for a in range(cores)], dtype=np.int64
-        )
+        cores = self._cores = target.cores
+        hop_matrix = getattr(target, "hop_matrix", None)
+        pair_matrix = getattr(target, "transfer_matrix_ns", None)
+        if hop_matrix is not None and pair_matrix is not None:
+            hops = np.asarray(hop_matrix(), dtype=np.int64)
+        else:
+            hops = np.array(
+                [[target.hops(a, b) for b in range(cores)] for a in range(cores)], dtype=np.int64
+            )
+            pair_matrix = None
         distances, first = np.unique(hops, return_index=True)
         pairs = [divmod(int(i), cores) for i in first]
         position = np.searchsorted(distances, hops)
@@ -135,10 +145,13 @@ class HopTransferRows(TransferRows):
             return np.array([target.transfer_ns(a, b, nbytes) for a, b in pairs], np.int64)
 
         for nbytes in _PROBE_BYTES:
-            exact = np.array(
-                [target.transfer_ns(a, b, nbytes) for a in range(cores) for b in range(cores)],
-                dtype=np.int64,
-            )
+            if pair_matrix is not None:
+                exact = np.asarray(pair_matrix(nbytes), dtype=np.int64).ravel()
+            else:
+                exact = np.array(
+                    [target.transfer_ns(a, b, nbytes) for a in range(cores) for b in range(cores)],
+                    dtype=np.int64,
+                )
             if not np.array_equal(exact, by_distance(nbytes)[position].ravel()):
                 return
         costs = lru_cache(maxsize=cache_sizes)(by_distance)
@@ -147,7 +160,41 @@ class HopTransferRows(TransferRows):
             return costs(nbytes)[position[src]]
 
         self.row = row
+        self._costs = costs
         self.hop_invariant = True
+        self.two_classes = distances.tolist() == [0, 1] and bool(
+            np.array_equal(hops == 0, np.eye(cores, dtype=bool))
+        )
+
+    def data_ready(
+        self, graph: ComputeGraph, task: int, core: np.ndarray, finish: np.ndarray
+    ) -> np.ndarray:
+        """`data_ready_ns`, in ``O(k + P)`` numpy work for ``k`` inputs with two classes.
+
+        With two classes a predecessor reaches its own core at ``finish + c0`` and
+        every other core at ``finish + c1``; so every core gets the largest
+        ``finish + c1`` except the core of that largest one, which gets the
+        largest from other cores, and each predecessor's core also its own
+        ``finish + c0``. Equal to `data_ready_ns` (same maxima, same ints).
+        """
+        cores = self._cores
+        if not self.two_classes:
+            return data_ready_ns(graph, task, core, finish, self, cores)
+        edges = graph.predecessor_edges(task)
+        ready = np.zeros(cores, dtype=np.int64)
+        if not edges.size:
+            return ready
+        pred = graph.edge_src[edges]
+        costs = np.array([self._costs(b) for b in graph.edge_bytes[edges].tolist()], np.int64)
+        where, done = core[pred], finish[pred]
+        far = done + costs[:, 1]
+        best = int(np.argmax(far))
+        home = int(where[best])
+        away = far[where != home]
+        ready[:] = far[best]
+        ready[home] = away.max() if away.size else 0
+        np.maximum.at(ready, where, done + costs[:, 0])
+        return ready
 
 
 def _work(graph: ComputeGraph, cores: int) -> np.ndarray:
@@ -162,8 +209,21 @@ def optimistic_cost_table(graph: ComputeGraph, target: SchedulingTarget) -> np.n
 
     ``OCT(t, p) = max_s min(OCT(s, p) + w(s, p), min_p' (OCT(s, p') + w(s, p')) + c̄(t, s))``,
     which equals the paper's definition because ``c̄ >= 0``. ``O(E · P)``.
+
+    On homogeneous cores (no ``core_cost``) every row is constant: if each
+    successor's row is, ``min(X, X + c̄) = X`` makes ``t``'s row constant too. The
+    table is then one column, ``OCT(t) = max_s OCT(s) + w(s)``, returned as a
+    read-only ``(T, P)`` broadcast view: ``O(E)`` time and ``O(T)`` memory, the
+    same values.
     """
     cores = target.cores
+    if graph.core_cost is None:
+        column = np.zeros(graph.num_tasks, dtype=np.int64)
+        for task in graph.topological_order[::-1].tolist():
+            succ = graph.edge_dst[graph.successor_edges(task)]
+            if succ.size:
+                column[task] = (column[succ] + graph.cost[succ]).max()
+        return np.broadcast_to(column[:, None], (graph.num_tasks, cores))
     work = _work(graph, cores)
     unique, inverse = np.unique(graph.edge_bytes, return_inverse=True)
     mean_comm = np.array([target.mean_transfer_ns(int(b)) for b in unique], np.int64)[inverse]
@@ -261,7 +321,7 @@ def _peft_pass(
     problem: LatencyProblem,
     order: list[int],
     table: np.ndarray,
-    rows: TransferRows,
+    rows: HopTransferRows,
     reservations: Reservations,
     counters: _Counters,
 ) -> Schedule | int:
@@ -282,7 +342,7 @@ def _peft_pass(
         counters.candidate_checks += int(np.count_nonzero(eligible))
         duration = work[task]
         optimistic = table[task]
-        ready = data_ready_ns(graph, task, core, finish, rows, cores)
+        ready = rows.data_ready(graph, task, core, finish)
         begin = timelines.append_starts(ready)
         total = np.where(eligible, begin + duration + optimistic, _NEVER)
         # Appending is exact where the core is free by `ready`; elsewhere a gap may

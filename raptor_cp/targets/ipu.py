@@ -39,6 +39,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from raptor_cp.errors import InvalidConfigError, InvalidInstanceError
 from raptor_cp.targets.base import FixedWork, MatrixWork, VectorWork, WeightTiling, Work
 
@@ -183,6 +185,14 @@ class IpuTarget:
     def hops(self, src: int, dst: int) -> int:
         """0 on the same tile, else 1: the exchange is all-to-all."""
         return 0 if src == dst else 1
+
+    def hop_matrix(self) -> np.ndarray:
+        """`hops` of every pair of tiles as one ``(P, P)`` array (optional capability)."""
+        return 1 - np.eye(self.chip.tiles, dtype=np.int64)
+
+    def transfer_matrix_ns(self, nbytes: int) -> np.ndarray:
+        """`transfer_ns` of every pair of tiles as one ``(P, P)`` array (optional capability)."""
+        return self.hop_matrix() * self.superstep_ns(0, nbytes)
 
     def coordinates(self, core: int) -> tuple[int, int]:
         """Tiles on one line: the exchange has no geometry the model uses."""
