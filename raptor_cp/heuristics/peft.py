@@ -270,10 +270,13 @@ class _IdleGaps:
         """Index of the largest threshold ``<= length`` (-1 for 0)."""
         return np.searchsorted(self._threshold, length, side="right") - 1
 
-    def may_fit(self, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
-        """Per core: False only if no gap can hold ``duration`` from ``ready`` on."""
+    def may_fit(self, ready: np.ndarray, duration: np.ndarray | int) -> np.ndarray:
+        """Per core: False only if no gap can hold ``duration`` (per core, or one for all)."""
         level = np.maximum(self._level(duration), 0)
-        return (duration == 0) | (self.latest[self._rows, level] >= ready + duration)
+        latest = (
+            self.latest[:, int(level)] if np.ndim(level) == 0 else self.latest[self._rows, level]
+        )
+        return (duration == 0) | (latest >= ready + duration)
 
     def earliest(self, core: int, ready: int, duration: int, latest_start: int) -> int | None:
         """Earliest start in ``[ready, latest_start]`` of a gap that holds ``duration > 0``."""
@@ -325,10 +328,16 @@ def _peft_pass(
     reservations: Reservations,
     counters: _Counters,
 ) -> Schedule | int:
-    """Place every task of ``order``; return the schedule, or the first task that fits no core."""
+    """Place every task of ``order``; return the schedule, or the first task that fits no core.
+
+    On homogeneous cores a task's duration and OCT row are constants and are used
+    as scalars (the same sums, fewer ``O(P)`` array operations).
+    """
     graph, target = problem.graph, problem.target
     cores = target.cores
     work = _work(graph, cores)
+    uniform = graph.core_cost is None
+    costs, column = graph.cost.tolist(), table[:, 0].tolist()
     core = np.full(graph.num_tasks, -1, dtype=np.int64)
     start = np.zeros(graph.num_tasks, dtype=np.int64)
     finish = np.zeros(graph.num_tasks, dtype=np.int64)
@@ -340,8 +349,8 @@ def _peft_pass(
         if not eligible.any():
             return task
         counters.candidate_checks += int(np.count_nonzero(eligible))
-        duration = work[task]
-        optimistic = table[task]
+        duration: np.ndarray | int = costs[task] if uniform else work[task]
+        optimistic: np.ndarray | int = column[task] if uniform else table[task]
         ready = rows.data_ready(graph, task, core, finish)
         begin = timelines.append_starts(ready)
         total = np.where(eligible, begin + duration + optimistic, _NEVER)
@@ -353,14 +362,23 @@ def _peft_pass(
         gappy = np.flatnonzero(gappy & gaps.may_fit(ready, duration))
         if gappy.size:
             counters.gap_searches += _search_gaps(
-                timelines, gaps, gappy, ready, duration, optimistic, bound, begin, total
+                timelines,
+                gaps,
+                gappy,
+                ready,
+                np.broadcast_to(duration, (cores,)),
+                np.broadcast_to(optimistic, (cores,)),
+                bound,
+                begin,
+                total,
             )
         best = total.min()
         tied = np.flatnonzero(total == best)
-        chosen = int(tied[np.argmin(begin[tied] + duration[tied])])
+        length = np.broadcast_to(duration, (cores,))
+        chosen = int(tied[np.argmin(begin[tied] + length[tied])])
         core[task] = chosen
         start[task] = begin[chosen]
-        finish[task] = begin[chosen] + duration[chosen]
+        finish[task] = begin[chosen] + length[chosen]
         gaps.occupy(chosen, int(start[task]), int(finish[task]), int(timelines.last_finish[chosen]))
         timelines.place(chosen, task, int(start[task]), int(finish[task]))
         reservations.add(task, chosen)
