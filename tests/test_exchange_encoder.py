@@ -443,7 +443,7 @@ def _random_phase(draw: st.DrawFn) -> ExchangePlan:
     return ExchangePlan("random", tiles, limit, tuple(allocations), (Phase(0, rows),))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(_random_phase())
 def test_no_tile_switches_its_mux_inside_its_own_send(plan: ExchangePlan) -> None:
     # The schedule's rule, checked on the pieces: on every tile, sends do not overlap,
