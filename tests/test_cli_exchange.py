@@ -167,6 +167,9 @@ def test_compile_with_an_exchange_budget_writes_the_plan_and_the_admission_repor
     out = tmp_path / "out"
     args = ["compile", str(MODELS / "lenet5.onnx"), "--target", "ipu-mk2", "--lanes", "4"]
     args += ["--exchange-budget", "4096", "--placement-finalists", "1", "--out", str(out)]
+    shown = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "shown")])
+    stages = {line.split()[0] for line in shown.output.splitlines()}
+    assert {"lower", "expand", "placing", "place", "encode", "admit"} <= stages
     result = CliRunner().invoke(main, [*args, "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)

@@ -78,7 +78,8 @@ DEFAULT_FRAGMENT_LIMIT = 16_384
 """Transfer pieces in one phase above which a plan is not encoded exactly (the seed's)."""
 
 Progress = Callable[[str, str], None]
-"""``progress(stage, detail)``: told after each placement and encoding."""
+"""``progress(stage, detail)``: told before each placement (``placing``) and after each
+placement, skip and exact encoding (sources also report lowerings and expanded plans)."""
 
 
 @dataclass(frozen=True)
@@ -361,6 +362,11 @@ class _Teller:
 
     def place(self, record: PlanRecord) -> PlanRecord | str:
         state = self.state
+        self.progress(
+            "placing",
+            f"{record.label}: list scheduler on {record.tile_budget} tiles "
+            f"({record.details.get('tasks', '?')} tasks)",
+        )
         outcome = self.source.place(record)
         if isinstance(outcome, str):
             state.placed[record.key] = outcome

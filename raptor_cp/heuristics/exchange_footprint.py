@@ -74,12 +74,6 @@ def align(nbytes: int) -> int:
     return -(-nbytes // ALIGNMENT) * ALIGNMENT
 
 
-def split(length: int, limit: int) -> list[int]:
-    """``length`` cut into pieces of at most ``limit`` (all full but the last)."""
-    full, rest = divmod(length, limit)
-    return [limit] * full + ([rest] if rest else [])
-
-
 def shared_bytes(row_bytes: int, patches: int, occurrences: int) -> int:
     """Bytes of ``occurrences`` rows of one signature on one tile (module docstring)."""
     if occurrences < 2:
