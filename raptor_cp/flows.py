@@ -19,6 +19,7 @@ detail)`` callback after each phase; nothing here prints or writes files.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,6 +312,8 @@ class ExchangeAdmission:
             "weight_block_bytes": record.details["weight_block_bytes"],
             "tile_budget": record.tile_budget,
             "candidates": len(self.state.records),
+            "fragment_limit": self.state.limits.fragment_limit,
+            "over_fragment_limit": len(self.state.reported),
         }
 
 
@@ -338,6 +341,8 @@ def compile_exchange(
 
     ``lanes`` fixes the lane count (``--lanes``); None lets admission vary it
     (`CandidateOptions`). The result's schedule is the admitted candidate's.
+    ``progress`` hears every lowering, expanded plan, placement (before and
+    after), fragment-limit skip and exact encoding of admission, then its totals.
 
     Raises
     ------
@@ -363,14 +368,20 @@ def compile_exchange(
             capability="exchange",
         )
     options = CandidateOptions.for_workload(workload, machine, lanes, scheduler)
-    source = WorkloadCandidates(workload, machine, options)
-    state = admit(source, budget, limits)
-    placed = sum(a.placements_run for a in state.attempts)
-    encoded = sum(a.encodings_run for a in state.attempts)
+    source = WorkloadCandidates(workload, machine, options, progress)
+    began = time.perf_counter()
+    state = admit(source, budget, limits, progress)
+    steps = [*state.attempts, *([state.exhaustion] if state.exhaustion else [])]
+    placed = sum(a.placements_run for a in steps)
+    encoded = sum(a.encodings_run for a in steps)
+    skipped = len(state.reported)
     progress(
         "admit",
         f"{len(state.expanded)} expanded, {placed} placed, {encoded} encoded exactly, "
-        f"{len(state.attempts)} attempt(s)",
+        f"{len(state.attempts)} attempt(s)"
+        + (", exhaustive fallback" if state.exhaustion else "")
+        + (f", {skipped} kept from encoding by the fragment limit" if skipped else "")
+        + f"; admission {time.perf_counter() - began:.1f} s",
     )
     admission = ExchangeAdmission(source, state, state.selected)
     if state.selected is None:

@@ -46,6 +46,7 @@ def _record(
         estimate_bytes=estimate,
         estimate_unshared_bytes=estimate,
         fragments=fragments,
+        largest_phase=(0, fragments),
         phase_estimates=((0, estimate),),
     )
 
@@ -161,6 +162,7 @@ def test_finalist_limits_bound_placement_and_encoding() -> None:
         placement_finalists=3,
         exchange_schedule_finalists=1,
         penalties=(0,),
+        exhaustive=False,
     )
     source = _Source(records, exact={r.key: 5000 for r in records})
     state = admit(source, BUDGET, limits)
@@ -201,7 +203,38 @@ def test_the_fragment_limit_keeps_large_plans_from_the_exact_encoder() -> None:
     state = admit(source, BUDGET, AdmissionLimits(fragment_limit=10))
     assert state.selected == "ok"
     assert "huge" not in source.encode_calls
-    assert state.decision("huge") == "not encoded: 50 fragments over the limit 10"
+    assert state.decision("huge") == "not encoded: phase 0 has 50 fragments, over the limit 10"
+    assert state.attempts[0].over_fragment_limit == ["huge"]
+
+
+def test_exhaustion_places_and_encodes_what_the_attempts_left_until_a_plan_fits() -> None:
+    # One attempt with one placement finalist: "a" is placed (no schedule) and encoded;
+    # it does not fit. Exhaustion encodes the others smallest estimate first (b, c: no
+    # fit), then places b (no schedule) and c, whose scheduled plan "cs" fits.
+    records = [_record("a", 500, 10), _record("b", 600, 20), _record("c", 900, 30)]
+    cs = _record("cs", 950, 25, placement="peft")
+    source = _Source(records, exact={"a": 1100, "b": 1200, "c": 1300, "cs": 800}, placed={"c": cs})
+    limits = AdmissionLimits(placement_finalists=1, exchange_schedule_finalists=1, penalties=(0,))
+    state = admit(source, BUDGET, limits)
+    assert state.exhaustion is not None
+    assert state.exhaustion.encoded == ["b", "c", "cs"]
+    assert state.exhaustion.placements_run == 2
+    assert state.selected == state.exhaustion.selected == "cs"
+    assert max(source.encode_calls.values()) == 1
+
+
+def test_exhaustion_that_finds_nothing_says_so_and_can_be_turned_off() -> None:
+    records = [_record("a", 500, 10), _record("b", 600, 20)]
+    source = _Source(records, exact={"a": 1100, "b": 1200})
+    state = admit(source, BUDGET, AdmissionLimits(placement_finalists=1))
+    assert state.selected is None
+    assert state.exhaustion is not None
+    assert state.exhaustion.note == (
+        "every candidate within the fragment limit was encoded; none fits the budget"
+    )
+    assert set(source.encode_calls) == {"a", "b"}
+    limits = AdmissionLimits(placement_finalists=1, penalties=(0,), exhaustive=False)
+    assert admit(_Source(records, exact={"a": 1100, "b": 1200}), BUDGET, limits).exhaustion is None
 
 
 def test_the_report_gives_every_candidate_its_estimate_exact_error_and_decision() -> None:

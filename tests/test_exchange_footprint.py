@@ -14,7 +14,6 @@ from raptor_cp.exchange.footprint import (
     estimate_footprint,
     estimate_row,
     shared_bytes,
-    split,
 )
 from raptor_cp.exchange.plan import (
     Address,
@@ -120,7 +119,6 @@ def test_multicast_is_counted_once_at_the_source() -> None:
 def test_transfers_are_split_at_the_isa_limit() -> None:
     # limit 100 words: 250 words -> pieces 100, 100, 50
     # send: 12 + 12 + 8 = 32, + 8 = 40; receive: 3 x 8 + 4 (first piece) + 8 = 36 -> 40
-    assert split(250, 100) == [100, 100, 50]
     plan = _plan([_unicasts(0, [250], [(A, 0)])], limit=100)
     assert estimate_footprint(plan).rows == {(0, 0): 40, (0, 1): 40}
     # unsplit: send 12 + 8 = 20 -> 24; receive 8 + 4 + 8 = 20 -> 24

@@ -18,10 +18,8 @@ from raptor_cp.exchange.plan import (
     Send,
     TileRow,
     TransferMode,
-    load_plan,
-    plan_to_json,
-    write_plan,
 )
+from raptor_cp.exchange.plan_json import load_plan, plan_to_json, write_plan
 
 ALLOCATIONS = (Allocation(0, "out"), Allocation(1, "in"), Allocation(2, "in"))
 

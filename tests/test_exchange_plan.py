@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 
 from raptor_cp.errors import InvalidConfigError, ScheduleViolationError
-from raptor_cp.exchange.plan import Address, Allocation, Phase, Receive, Repeat, Send, TileRow
+from raptor_cp.exchange.plan import (
+    Address,
+    Allocation,
+    ExchangePlan,
+    Phase,
+    Receive,
+    Repeat,
+    Send,
+    TileRow,
+)
 from raptor_cp.exchange.planning import bsp_makespan_ns, build_exchange_plan, supersteps
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems import LatencyProblem
@@ -64,7 +73,8 @@ def test_a_payload_is_multicast_once_and_received_once_per_tile() -> None:
     # a0's 40 B (10 words) go to tiles 1 and 2 in one send; tile 2 receives them once
     # although c and d both read them. a1's 16 B (4 words) go to tile 1 only.
     # Output allocation op0@0 (id 0): a0 at 0 (its largest edge, 40 B), a1 at 40.
-    # Receive allocations in capture order: op0@1 (id 1), op0@2 (id 2).
+    # Receive allocations by receiving tile: op0@1 (id 1), op0@2 (id 2). The two
+    # payloads are not one transfer: they go to different receivers.
     problem, schedule = _fan_out()
     plan = build_exchange_plan(problem, schedule)
     assert plan.allocations == (
@@ -95,6 +105,57 @@ def test_a_payload_is_multicast_once_and_received_once_per_tile() -> None:
         ),
     )
     assert (plan.tiles, plan.max_transfer_words, plan.name) == (4, 4096, "g")
+
+
+def _pair(second_receivers: list[int], a0_bytes: int = 16) -> ExchangePlan:
+    """a0, a1 (op0) on tile 0 send 16 B each to b (tile 1) and, per the list, c (tile 2).
+
+    a0 also sends ``a0_bytes`` to d on tile 0 itself, which sets the size of its output.
+    """
+    edges = [(0, 2, 16), (0, 3, 16), (0, 4, a0_bytes)]
+    edges += [(1, 2 if r == 1 else 3, 16) for r in second_receivers]
+    graph = _graph(["a0", "a1", "b", "c", "d"], [0, 0, 1, 1, 2], edges)
+    return build_exchange_plan(
+        LatencyProblem(graph, TARGET), _schedule([[0, 1, 4], [2], [3], []], 5)
+    )
+
+
+def test_consecutive_payloads_to_the_same_receivers_are_one_transfer() -> None:
+    # a0's 16 B at offset 0 and a1's 16 B at 16 both go to tiles 1 and 2: one 8-word
+    # send, one 8-word receive on each receiver (allocations: op0 out 0, op0 in 1 and 2).
+    plan = _pair([1, 2])
+    (phase,) = plan.steps
+    assert isinstance(phase, Phase)
+    assert phase.rows == (
+        TileRow(0, sends=(Send(0, 8, (1, 2), Address(0, 0)),)),
+        TileRow(1, receives=(Receive(0, 0, 8, Address(1, 0)),)),
+        TileRow(2, receives=(Receive(0, 0, 8, Address(2, 0)),)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("second_receivers", "a0_bytes"), [([1], 16), ([1, 2], 32)], ids=["receivers", "gap"]
+)
+def test_payloads_stay_apart_with_other_receivers_or_a_gap_between_them(
+    second_receivers: list[int], a0_bytes: int
+) -> None:
+    # other receivers: a1 goes to tile 1 only; gap: a0's output is 32 B (its edge to d),
+    # so a1's data starts at 32, not where a0's 16-byte payload ends
+    (phase,) = _pair(second_receivers, a0_bytes).steps
+    assert isinstance(phase, Phase)
+    assert [len(row.sends) for row in phase.rows if row.sends] == [2]
+
+
+def test_receives_are_grouped_by_sending_tile_whatever_the_edge_order() -> None:
+    # z on tile 2 reads y (tile 1, edge 0) and x (tile 0, edge 1): it receives x's data
+    # first; each producer operation has its own receive allocation (ids 2 and 3).
+    graph = _graph(["x", "y", "z"], [0, 1, 2], [(1, 2, 8), (0, 2, 8)])
+    plan = build_exchange_plan(LatencyProblem(graph, TARGET), _schedule([[0], [1], [2], []], 3))
+    (phase,) = plan.steps
+    assert isinstance(phase, Phase)
+    assert phase.rows[2] == TileRow(
+        2, receives=(Receive(0, 0, 2, Address(2, 0)), Receive(1, 1, 2, Address(3, 0)))
+    )
 
 
 def test_bsp_time_sums_supersteps_of_compute_sync_and_exchange() -> None:

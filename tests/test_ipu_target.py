@@ -146,6 +146,15 @@ def test_exchange_is_all_to_all(mk2: IpuTarget) -> None:
     assert mk2.coordinates(5) == (0, 5)
 
 
+def test_pair_matrices_equal_the_per_pair_methods(mk2: IpuTarget) -> None:
+    small = mk2.with_tiles(5)
+    pairs = [(a, b) for a in range(5) for b in range(5)]
+    assert small.hop_matrix().ravel().tolist() == [small.hops(a, b) for a, b in pairs]
+    assert small.transfer_matrix_ns(1000).ravel().tolist() == [
+        small.transfer_ns(a, b, 1000) for a, b in pairs
+    ]
+
+
 @pytest.mark.parametrize(("preset", "ns"), [("ipu-mk1", 213), ("ipu-mk2", 184)])
 def test_transfer_is_one_sync_plus_words_at_4_bytes_per_cycle(preset: str, ns: int) -> None:
     # 1000 B / 4 B per cycle = 250 cycles + 90 sync = 340 cycles;

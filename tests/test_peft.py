@@ -15,12 +15,14 @@ from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.evaluation import evaluate
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.heuristics.list_common import data_ready_ns
 from raptor_cp.heuristics.peft import HopTransferRows, PeftScheduler, optimistic_cost_table
 from raptor_cp.problems import LatencyProblem, Status
 from raptor_cp.problems.latency import check_schedule
 from raptor_cp.solvers import make_solver, solve
 from raptor_cp.targets.base import SchedulingTarget
 from raptor_cp.targets.generic import GenericTarget
+from raptor_cp.targets.ipu import IpuTarget
 
 DATA = Path(__file__).parent / "data"
 
@@ -239,6 +241,23 @@ def test_transfer_rows_use_hop_tables_only_when_the_target_allows() -> None:
         for src in range(target.cores):
             expected = [target.transfer_ns(src, p, 7) for p in range(target.cores)]
             assert rows.row(src, 7).tolist() == expected
+
+
+def test_two_class_data_ready_times_equal_the_per_edge_maxima() -> None:
+    # An IPU (distance 0 on the tile, 1 elsewhere): the O(k + P) data-ready times
+    # equal the per-edge maxima over transfer rows, wherever the predecessors are.
+    target = IpuTarget.preset("ipu-mk2").with_tiles(6)
+    rows = HopTransferRows(target)
+    assert rows.two_classes
+    graph = layered_graph(3, 60, 6)
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        core = rng.integers(0, 6, size=graph.num_tasks)
+        finish = rng.integers(0, 500, size=graph.num_tasks)
+        for task in range(graph.num_tasks):
+            expected = data_ready_ns(graph, task, core, finish, rows, 6)
+            assert rows.data_ready(graph, task, core, finish).tolist() == expected.tolist()
+    assert not HopTransferRows(MeshTarget(6, 1, columns=3)).two_classes
 
 
 # -- validity on larger graphs -------------------------------------------------------------

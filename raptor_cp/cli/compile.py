@@ -23,6 +23,7 @@ from raptor_cp.cli.common import (
     model_path,
     target_option,
 )
+from raptor_cp.exchange.admission import DEFAULT_FRAGMENT_LIMIT, AdmissionLimits
 from raptor_cp.flows import DEFAULT_PIPELINE_DEPTH, DEFAULT_SCHEDULER
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.solvers import methods
@@ -97,6 +98,13 @@ DEFAULT_OUT = Path("raptor-out")
     show_default=True,
     help="With --exchange-budget: candidates encoded exactly (+ the min-storage one).",
 )
+@click.option(
+    "--fragment-limit",
+    type=click.IntRange(min=1),
+    default=DEFAULT_FRAGMENT_LIMIT,
+    show_default=True,
+    help="With --exchange-budget: never encode a plan with a phase of more transfer pieces.",
+)
 def compile_command(
     model: Path | None,
     target: str,
@@ -114,6 +122,7 @@ def compile_command(
     expanded_plan_finalists: int,
     placement_finalists: int,
     exchange_schedule_finalists: int,
+    fragment_limit: int,
 ) -> None:
     """Schedule MODEL on a target and write schedule.json and trace.json to --out.
 
@@ -130,10 +139,11 @@ def compile_command(
         raise UserError("--periodic-diagnostics needs pipeline mode (--pipeline N > 1)")
     limits = None
     if exchange_budget is not None:
-        from raptor_cp.exchange.admission import AdmissionLimits
-
         limits = AdmissionLimits(
-            expanded_plan_finalists, placement_finalists, exchange_schedule_finalists
+            expanded_plan_finalists,
+            placement_finalists,
+            exchange_schedule_finalists,
+            fragment_limit,
         )
     progress = Reporter(quiet=as_json)
     with model_path(model, example) as path:

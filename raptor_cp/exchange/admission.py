@@ -10,9 +10,11 @@ three stages, each cut to a shortlist by the same budget-aware ranking:
    estimate. Per planning configuration at most `AdmissionLimits.expanded_plan_finalists`
    (16) go on.
 2. *Placement finalists*: at most `AdmissionLimits.placement_finalists` (4)
-   of those, plus the minimum-storage alternative, are placed and mapped by the
-   list scheduler (`CandidateSource.place`), giving a second plan each. Both the
-   cheap plan and the scheduled one stay candidates.
+   of those within the fragment limit, plus the minimum-storage alternative,
+   are placed and mapped by the list scheduler (`CandidateSource.place`),
+   giving a second plan each. Both the cheap plan and the scheduled one stay
+   candidates. (A plan the exact encoder may not take is not worth placing
+   before the candidates it may; exhaustion still places it.)
 3. *Exchange-schedule finalists*: at most `AdmissionLimits.exchange_schedule_finalists`
    (1), plus its minimum-storage alternative, are encoded exactly
    (`CandidateSource.encode`). A plan is admitted only when its exact busiest
@@ -31,9 +33,12 @@ one with the smallest estimated storage when it is not among them (the first
 in rank order on ties) -- not the one with the fewest raw transfer fragments,
 which the seed found a poor proxy for encoded bytes.
 
-Effort safeguard: a candidate whose plan has more than
-`AdmissionLimits.fragment_limit` transfer pieces is never sent to the exact
-encoder (it stays in the report with that reason).
+Effort safeguard: a candidate whose plan has a stored phase with more than
+`AdmissionLimits.fragment_limit` transfer pieces (TX and RX fragments: every
+send and every receive, split at the ISA limit; the seed's 16,384) is never
+sent to the exact encoder (nor placed before exhaustion); it stays in the
+report with that reason, and each attempt lists the candidates the limit kept
+from placement or encoding.
 
 Storage-penalty retries. `admit` runs one attempt per penalty in
 `AdmissionLimits.penalties` until one admits a plan. Work is keyed by a
@@ -47,12 +52,20 @@ rejected by the exact encoder (for encoding), so each retry spends its limits
 on new work. The seed's builds repeated the planning search and near-identical
 oversized schedules on every retry; here a retry that finds nothing new does
 nothing.
+
+Exhaustion. When no penalty attempt admits a plan, admission falls back to the
+whole candidate space (`AdmissionLimits.exhaustive`, on by default): it
+encodes every candidate within the fragment limit not encoded yet, smallest
+estimate first, then places every expanded candidate not placed yet and
+encodes each new plan, and stops at the first exact table that fits. So
+admission finds a plan whenever `exhaustive_search` over the same candidates
+does, and otherwise reports that none was found within the budget.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -61,8 +74,12 @@ from raptor_cp.exchange.encoder import FootprintError
 
 DEFAULT_PENALTIES = (0, 16, 256)
 """Storage penalties of the retries, ns per estimated table byte (the seed's 0, 16, 256)."""
-DEFAULT_FRAGMENT_LIMIT = 1_000_000
-"""Transfer pieces above which a plan is not encoded exactly (about 15 s of encoding)."""
+DEFAULT_FRAGMENT_LIMIT = 16_384
+"""Transfer pieces in one phase above which a plan is not encoded exactly (the seed's)."""
+
+Progress = Callable[[str, str], None]
+"""``progress(stage, detail)``: told before each placement (``placing``) and after each
+placement, skip and exact encoding (sources also report lowerings and expanded plans)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +91,8 @@ class AdmissionLimits:
     exchange_schedule_finalists: int = 1
     fragment_limit: int = DEFAULT_FRAGMENT_LIMIT
     penalties: tuple[int, ...] = DEFAULT_PENALTIES
+    exhaustive: bool = True
+    """Fall back to the whole candidate space when no attempt admits a plan."""
 
     def __post_init__(self) -> None:
         counts = (
@@ -112,6 +131,8 @@ class PlanRecord:
     estimate_unshared_bytes: int
     fragments: int
     """Transfer pieces (sends and receives after splitting at the ISA limit)."""
+    largest_phase: tuple[int, int] = (0, 0)
+    """``(phase, pieces)`` of the stored phase with the most transfer pieces."""
     phase_estimates: tuple[tuple[int, int], ...] = ()
     """``(phase, estimated active-row bytes)`` per stored phase."""
     details: dict[str, object] = field(default_factory=dict, compare=False)
@@ -145,6 +166,24 @@ class CandidateSource(Protocol):
     def encode(self, record: PlanRecord) -> ExactRecord:
         """Encode ``record``'s plan exactly."""
         ...
+
+
+def over_fragment_limit(record: PlanRecord, limits: AdmissionLimits) -> bool:
+    """True when one of ``record``'s phases has more pieces than the fragment limit."""
+    return record.largest_phase[1] > limits.fragment_limit
+
+
+def fragment_reason(record: PlanRecord, limits: AdmissionLimits) -> str:
+    """Why ``record`` is not encoded (`over_fragment_limit`)."""
+    phase, pieces = record.largest_phase
+    return (
+        f"not encoded: phase {phase} has {pieces} fragments, over the limit {limits.fragment_limit}"
+    )
+
+
+def storage_order(record: PlanRecord) -> tuple[object, ...]:
+    """Smallest estimated table first (exhaustion's order)."""
+    return (record.estimate_bytes, record.execution_ns, record.label, record.key)
 
 
 def score(record: PlanRecord, penalty: int) -> int:
@@ -194,7 +233,21 @@ class Attempt:
     exchange_schedule_finalists: list[str] = field(default_factory=list)
     placements_run: int = 0
     encodings_run: int = 0
+    over_fragment_limit: list[str] = field(default_factory=list)
+    """Shortlisted or placed candidates the fragment limit kept from placement and exact
+    encoding (each reported once, in the first attempt that met it)."""
     admitted: list[str] = field(default_factory=list)
+    selected: str | None = None
+    note: str = ""
+
+
+@dataclass
+class Exhaustion:
+    """The fallback over the whole candidate space (module docstring)."""
+
+    placements_run: int = 0
+    encodings_run: int = 0
+    encoded: list[str] = field(default_factory=list)
     selected: str | None = None
     note: str = ""
 
@@ -218,7 +271,10 @@ class Admission:
     stage: dict[str, str] = field(default_factory=dict)
     """Furthest stage each candidate reached."""
     attempts: list[Attempt] = field(default_factory=list)
+    exhaustion: Exhaustion | None = None
     selected: str | None = None
+    reported: set[str] = field(default_factory=set)
+    """Candidates already reported as over the fragment limit."""
 
     def admitted(self, key: str) -> bool:
         """True when ``key`` was encoded and its exact busiest tile fits the budget."""
@@ -256,18 +312,20 @@ class Admission:
             outcome = "admitted" if verdict == "<=" else "rejected"
             return f"{outcome} by the exact encoder ({exact.exact_bytes} {verdict} {self.budget} B)"
         record = self.records[key]
-        if record.fragments > self.limits.fragment_limit:
-            return (
-                f"not encoded: {record.fragments} fragments over the limit "
-                f"{self.limits.fragment_limit}"
-            )
+        if over_fragment_limit(record, self.limits):
+            return fragment_reason(record, self.limits)
         return {
             "expanded": "not shortlisted for placement",
             "placement": "not shortlisted for exact encoding",
         }[self.stage[key]]
 
 
-def admit(source: CandidateSource, budget: int, limits: AdmissionLimits) -> Admission:
+def admit(
+    source: CandidateSource,
+    budget: int,
+    limits: AdmissionLimits,
+    progress: Progress | None = None,
+) -> Admission:
     """Run admission (module docstring); the result names the selected key, if any.
 
     Never raises for a budget that nothing meets: the caller reads
@@ -276,6 +334,7 @@ def admit(source: CandidateSource, budget: int, limits: AdmissionLimits) -> Admi
     if budget < 1:
         raise InvalidConfigError(f"exchange table budget must be >= 1 byte, got {budget}")
     state = Admission(budget, limits)
+    tell = _Teller(state, source, progress)
     for record in source.expanded():
         if _remember(state, record):
             state.expanded.append(record.key)
@@ -283,11 +342,70 @@ def admit(source: CandidateSource, budget: int, limits: AdmissionLimits) -> Admi
     for penalty in limits.penalties:
         attempt = Attempt(penalty)
         state.attempts.append(attempt)
-        _attempt(state, source, attempt)
+        _attempt(state, tell, attempt)
         if attempt.selected is not None:
             state.selected = attempt.selected
-            break
+            return state
+    if limits.exhaustive:
+        state.exhaustion = Exhaustion()
+        _exhaust(state, tell, state.exhaustion)
+        state.selected = state.exhaustion.selected
     return state
+
+
+class _Teller:
+    """Places and encodes through the source, recording and reporting each step."""
+
+    def __init__(self, state: Admission, source: CandidateSource, progress: Progress | None):
+        self.state, self.source = state, source
+        self.progress = progress or (lambda stage, detail: None)
+
+    def place(self, record: PlanRecord) -> PlanRecord | str:
+        state = self.state
+        self.progress(
+            "placing",
+            f"{record.label}: list scheduler on {record.tile_budget} tiles "
+            f"({record.details.get('tasks', '?')} tasks)",
+        )
+        outcome = self.source.place(record)
+        if isinstance(outcome, str):
+            state.placed[record.key] = outcome
+            self.progress("place", f"{record.label}: {outcome}")
+            return outcome
+        state.placed[record.key] = outcome.key
+        _remember(state, outcome)
+        state.stage[outcome.key] = "placement"
+        self.progress(
+            "place",
+            f"{outcome.label}: estimate {outcome.estimate_bytes:,} B, largest phase "
+            f"{outcome.largest_phase[1]:,} fragments",
+        )
+        return outcome
+
+    def encode(self, record: PlanRecord) -> bool:
+        """Encode ``record`` exactly; True when it is admitted."""
+        state = self.state
+        exact = state.exact[record.key] = self.source.encode(record)
+        fits = exact.exact_bytes <= state.budget
+        error = state.error(record.key)
+        self.progress(
+            "encode",
+            f"{record.label}: exact {exact.exact_bytes:,} B, estimate {record.estimate_bytes:,} B"
+            + ("" if error is None else f" ({100 * error:+.1f} %)")
+            + (" fits" if fits else f" over {state.budget:,} B"),
+        )
+        return fits
+
+    def skipped(self, records: Iterable[PlanRecord]) -> list[str]:
+        """Report the candidates the fragment limit keeps from encoding, once each."""
+        state, keys = self.state, []
+        for record in records:
+            if record.key in state.reported or not over_fragment_limit(record, state.limits):
+                continue
+            state.reported.add(record.key)
+            keys.append(record.key)
+            self.progress("skip", f"{record.label}: {fragment_reason(record, state.limits)}")
+        return keys
 
 
 def _remember(state: Admission, record: PlanRecord) -> bool:
@@ -301,7 +419,7 @@ def _remember(state: Admission, record: PlanRecord) -> bool:
     return True
 
 
-def _attempt(state: Admission, source: CandidateSource, attempt: Attempt) -> None:
+def _attempt(state: Admission, tell: _Teller, attempt: Attempt) -> None:
     budget, limits, penalty = state.budget, state.limits, attempt.penalty
     records = state.records
 
@@ -321,24 +439,19 @@ def _attempt(state: Admission, source: CandidateSource, attempt: Attempt) -> Non
         for r in shortlist(ranked(groups[configuration]), limits.expanded_plan_finalists)
     ]
     # Stage 2: placement of new finalists (already placed ones stay candidates below).
-    fresh = [r for r in ranked(screened) if r.key not in state.placed]
+    order = ranked(screened)
+    attempt.over_fragment_limit = tell.skipped(order)
+    fresh = [r for r in order if r.key not in state.placed and not over_fragment_limit(r, limits)]
     for record in shortlist(fresh, limits.placement_finalists):
         attempt.placement_finalists.append(record.key)
         state.stage[record.key] = "placement"
-        outcome = source.place(record)
+        tell.place(record)
         attempt.placements_run += 1
-        if isinstance(outcome, str):
-            state.placed[record.key] = outcome
-            continue
-        state.placed[record.key] = outcome.key
-        _remember(state, outcome)
-        state.stage[outcome.key] = "placement"
     # Stage 3: exact encoding of new finalists among everything placed so far.
-    pool = set(state.placed) | {k for k in state.placed.values() if k in records}
+    pool = sorted(set(state.placed) | {k for k in state.placed.values() if k in records})
+    attempt.over_fragment_limit += tell.skipped(ranked(pool))
     encodable = [
-        k
-        for k in sorted(pool)
-        if k not in state.exact and records[k].fragments <= limits.fragment_limit
+        k for k in pool if k not in state.exact and not over_fragment_limit(records[k], limits)
     ]
     if not encodable:
         attempt.note = "nothing new to encode: every placed candidate was decided or too large"
@@ -346,8 +459,36 @@ def _attempt(state: Admission, source: CandidateSource, attempt: Attempt) -> Non
     finalists = shortlist(ranked(encodable), limits.exchange_schedule_finalists)
     for record in finalists:
         attempt.exchange_schedule_finalists.append(record.key)
-        state.exact[record.key] = source.encode(record)
+        tell.encode(record)
         attempt.encodings_run += 1
     attempt.admitted = [r.key for r in finalists if state.admitted(r.key)]
     if attempt.admitted:
         attempt.selected = attempt.admitted[0]
+
+
+def _exhaust(state: Admission, tell: _Teller, exhaustion: Exhaustion) -> None:
+    """Encode, then place and encode, every remaining candidate until one fits."""
+    records, limits = state.records, state.limits
+
+    def encode(record: PlanRecord) -> bool:
+        if record.key in state.exact or over_fragment_limit(record, limits):
+            return False
+        exhaustion.encoded.append(record.key)
+        exhaustion.encodings_run += 1
+        if tell.encode(record):
+            exhaustion.selected = record.key
+            return True
+        return False
+
+    for record in sorted(records.values(), key=storage_order):
+        if encode(record):
+            return
+    unplaced = [records[k] for k in state.expanded if k not in state.placed]
+    for record in sorted(unplaced, key=storage_order):
+        state.stage[record.key] = "placement"
+        outcome = tell.place(record)
+        exhaustion.placements_run += 1
+        if not isinstance(outcome, str) and encode(records[outcome.key]):
+            return
+    tell.skipped(sorted(records.values(), key=storage_order))
+    exhaustion.note = "every candidate within the fragment limit was encoded; none fits the budget"

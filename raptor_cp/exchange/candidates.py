@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from raptor_cp.errors import NotFoundWithinBudgetError, ProvedInfeasibleError
-from raptor_cp.exchange.admission import ExactRecord, PlanRecord
+from raptor_cp.exchange.admission import ExactRecord, PlanRecord, Progress
 from raptor_cp.exchange.encoder import encode_exchange
 from raptor_cp.exchange.footprint import estimate_footprint
 from raptor_cp.exchange.plan import ExchangePlan
@@ -100,7 +100,7 @@ def lowering_key(workload: Workload, target: ExchangeTarget, lanes: int) -> tupl
     return tuple(parts)
 
 
-def spread_schedule(problem: LatencyProblem, tiles: int) -> Schedule:
+def spread_schedule(problem: LatencyProblem, tiles: int, slots: int | None = None) -> Schedule:
     """Deal every operation's tasks evenly over a span of the first ``tiles`` tiles.
 
     Within an operation, tasks are taken by weight, then lane, then id (batch
@@ -116,7 +116,7 @@ def spread_schedule(problem: LatencyProblem, tiles: int) -> Schedule:
     the next tile (cyclically) that holds them or has room. Each tile runs its
     tasks by operation, then id: a topological order, as operations are
     numbered in workload order. ``O(T log T)`` plus the capacity probes; no
-    timing search.
+    timing search. ``slots`` is ``graph.distinct_weight_slots()``, when known.
 
     Raises
     ------
@@ -137,7 +137,9 @@ def spread_schedule(problem: LatencyProblem, tiles: int) -> Schedule:
     groups = np.zeros(ops, dtype=np.int64)
     pairs = np.unique(operation[used] * max(graph.num_weights, 1) + first_weight[used])
     np.add.at(groups, pairs // max(graph.num_weights, 1), 1)
-    replicas = max(1, tiles * target.capacity(0) // max(1, 2 * graph.distinct_weight_slots()))
+    if slots is None:
+        slots = graph.distinct_weight_slots()
+    replicas = max(1, tiles * target.capacity(0) // max(1, 2 * slots))
     span = np.where(groups > 0, np.minimum(tiles, groups * replicas), tiles)
     begin = np.zeros(ops, dtype=np.int64)
     cursor = 0
@@ -276,11 +278,16 @@ class WorkloadCandidates:
     """
 
     def __init__(
-        self, workload: Workload, target: ExchangeTarget, options: CandidateOptions
+        self,
+        workload: Workload,
+        target: ExchangeTarget,
+        options: CandidateOptions,
+        progress: Progress | None = None,
     ) -> None:
         self.workload = workload
         self.target = target
         self.options = options
+        self.progress = progress or (lambda stage, detail: None)
         self.built: dict[str, Built] = {}
         self.failures: dict[str, str] = {}
         """Label -> why a configuration or tile budget produced no candidate."""
@@ -304,18 +311,26 @@ class WorkloadCandidates:
                 empty = Schedule((), np.zeros(0, dtype=np.int64), SPREAD)
                 base = Built(LatencyProblem(graph, target), target, key, lanes, empty)
                 self._graphs[key] = base
+                self.progress("lower", f"lanes={lanes} block={block}: {graph.num_tasks:,} tasks")
+            slots = base.problem.graph.distinct_weight_slots()
             configuration = f"lanes={lanes} block={block}"
             if self.options.batch > 1:
                 configuration = f"batch={self.options.batch} {configuration}"
             for tiles in self.options.tile_budgets:
                 label = f"{configuration} tiles={tiles} {SPREAD}"
                 try:
-                    schedule = spread_schedule(base.problem, tiles)
+                    schedule = spread_schedule(base.problem, tiles, slots)
                 except NotFoundWithinBudgetError as error:
                     self.failures[label] = str(error)
                     continue
                 built = replace(base, lanes=lanes, schedule=schedule)
-                records.append(self._record(built, label, configuration, tiles))
+                record = self._record(built, label, configuration, tiles)
+                records.append(record)
+                self.progress(
+                    "expand",
+                    f"{label}: estimate {record.estimate_bytes:,} B, largest phase "
+                    f"{record.largest_phase[1]:,} fragments",
+                )
         return records
 
     def place(self, record: PlanRecord) -> PlanRecord | str:
@@ -382,6 +397,8 @@ class WorkloadCandidates:
         began = time.perf_counter()
         footprint = estimate_footprint(plan)
         elapsed = time.perf_counter() - began
+        pieces = phase_fragments(plan)
+        largest = max(pieces.items(), key=lambda item: (item[1], -item[0]), default=(0, 0))
         record = PlanRecord(
             key=key,
             label=label,
@@ -391,7 +408,8 @@ class WorkloadCandidates:
             execution_ns=bsp_makespan_ns(plan, built.target),
             estimate_bytes=footprint.busiest(shared=True)[1],
             estimate_unshared_bytes=footprint.busiest(shared=False)[1],
-            fragments=count_fragments(plan),
+            fragments=sum(pieces.values()),
+            largest_phase=largest,
             phase_estimates=tuple(sorted(footprint.phase_bytes().items())),
             details={
                 "batch": self.options.batch,
@@ -407,12 +425,12 @@ class WorkloadCandidates:
         return record
 
 
-def count_fragments(plan: ExchangePlan) -> int:
-    """Transfer pieces of the stored plan: every send and receive, split at the ISA limit."""
+def phase_fragments(plan: ExchangePlan) -> dict[int, int]:
+    """Per stored phase, its transfer pieces (TX and RX fragments, split at the ISA limit)."""
     limit = plan.max_transfer_words
-    total = 0
-    for phase, _ in plan.stored_phases():
-        for row in phase.rows:
-            total += sum(-(-s.words // limit) for s in row.sends)
-            total += sum(-(-r.words // limit) for r in row.receives)
-    return total
+    return {
+        phase.index: int(
+            (-(-phase.sends.words // limit)).sum() + (-(-phase.receives.words // limit)).sum()
+        )
+        for phase, _ in plan.stored_phases()
+    }

@@ -34,8 +34,11 @@ values of both invocations, later ones only their address values::
 and the estimate keeps ``min(kR, shared)``, since an emitter would not share a
 row whose patches cost more than the copies. Inactive rows have no patches and
 are stored once. Rows in a Repeat body that send from an iterated source
-pointer are never shared. Signatures are exact tuples, not hashes, so equal
-keys are equal structure.
+pointer are never shared. Signatures are exact (the row's integer columns as
+bytes, receiver sets as exact ids), not hashes, so equal keys are equal structure.
+
+Cost: ``O(n log n)`` numpy work for ``n`` transfers, plus one signature per
+active row in Python.
 """
 
 from __future__ import annotations
@@ -43,7 +46,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
-from raptor_cp.exchange.plan import ExchangePlan, TileRow
+import numpy as np
+
+from raptor_cp.exchange.plan import ExchangePlan, Phase, SendColumns, TileRow, distinct
 
 SEND_BYTES = 8
 """Address setup and send, per send (seed)."""
@@ -67,12 +72,6 @@ PATCH_VALUE_BYTES = 4
 def align(nbytes: int) -> int:
     """``nbytes`` rounded up to `ALIGNMENT`."""
     return -(-nbytes // ALIGNMENT) * ALIGNMENT
-
-
-def split(length: int, limit: int) -> list[int]:
-    """``length`` cut into pieces of at most ``limit`` (all full but the last)."""
-    full, rest = divmod(length, limit)
-    return [limit] * full + ([rest] if rest else [])
 
 
 def shared_bytes(row_bytes: int, patches: int, occurrences: int) -> int:
@@ -178,42 +177,110 @@ class FootprintAccumulator:
         )
 
 
+class RouteIds:
+    """Exact small ids for receiver sets: equal ids, equal tuples (used in row signatures)."""
+
+    def __init__(self) -> None:
+        self._ids: dict[bytes, int] = {}
+        self._keys: list[bytes] = []
+
+    def of(self, sends: SendColumns) -> np.ndarray:
+        """The id of every send's receiver set."""
+        starts, receivers = sends.receivers_start.tolist(), sends.receivers
+        return np.asarray(
+            [self._id(receivers[starts[k] : starts[k + 1]].tobytes()) for k in range(len(sends))],
+            dtype=np.int64,
+        )
+
+    def _id(self, key: bytes) -> int:
+        known = self._ids.get(key)
+        if known is None:
+            known = self._ids[key] = len(self._keys)
+            self._keys.append(key)
+        return known
+
+    def receivers(self, route: int) -> tuple[int, ...]:
+        """The receiver tiles of ``route``."""
+        return tuple(np.frombuffer(self._keys[route], dtype=np.int64).tolist())
+
+
+def row_bounds(tiles: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Where each tile of ``active`` starts and ends in ``tiles`` (ascending): ``(A, 2)``."""
+    return np.stack(
+        (np.searchsorted(tiles, active, "left"), np.searchsorted(tiles, active, "right")), axis=1
+    )
+
+
+def estimate_rows(
+    phase: Phase, limit: int, in_repeat: bool, routes: RouteIds
+) -> list[tuple[int, RowCost]]:
+    """The seed's price of every active row of ``phase``, with patches and signature.
+
+    Vectorised over transfers; ``O(n log n)`` for ``n`` transfers plus one
+    signature per row (module docstring).
+    """
+    sends, receives = phase.sends, phase.receives
+    full, rest = np.divmod(sends.words, limit)
+    pieces = full + (rest > 0)
+    long = full * (limit > LONG_PAYLOAD_WORDS) + (rest > LONG_PAYLOAD_WORDS)
+    send_bytes = SEND_BYTES * pieces + LONG_PAYLOAD_BYTES * long
+    receive_pieces = -(-receives.words // limit)
+    continued = np.zeros(len(receives), dtype=bool)
+    continued[1:] = (
+        (receives.tile[1:] == receives.tile[:-1])
+        & (receives.allocation[1:] == receives.allocation[:-1])
+        & (receives.offset[1:] == receives.offset[:-1] + 4 * receives.words[:-1])
+    )
+    receive_bytes = RECEIVE_BYTES * receive_pieces + RECEIVE_ADDRESS_BYTES * ~continued
+    active = distinct(np.concatenate((sends.tile, receives.tile)))
+    at_send = np.searchsorted(active, sends.tile)
+    at_receive = np.searchsorted(active, receives.tile)
+    size = active.size
+    nbytes = (
+        ENTRY_RETURN_BYTES
+        + np.bincount(at_send, send_bytes, minlength=size)
+        + np.bincount(at_receive, receive_bytes, minlength=size)
+    ).astype(np.int64)
+    nbytes = -(-nbytes // ALIGNMENT) * ALIGNMENT
+    patches = (
+        np.bincount(at_send, pieces, minlength=size)
+        + np.bincount(at_receive, ~continued, minlength=size)
+    ).astype(np.int64)
+    send_signature = np.stack((routes.of(sends), sends.words, sends.paired), axis=1)
+    receive_signature = np.stack((receives.sender, receives.words, continued), axis=1)
+    iterated = np.zeros(size, dtype=bool)
+    if in_repeat:
+        iterated[at_send[sends.stride != 0]] = True
+    s_bounds = row_bounds(sends.tile, active).tolist()
+    r_bounds = row_bounds(receives.tile, active).tolist()
+    costs = []
+    for k, (tile, row_bytes, row_patches) in enumerate(
+        zip(active.tolist(), nbytes.tolist(), patches.tolist(), strict=True)
+    ):
+        key = None
+        if not iterated[k]:
+            (a, b), (c, d) = s_bounds[k], r_bounds[k]
+            key = (
+                "row",
+                send_signature[a:b].tobytes(),
+                receive_signature[c:d].tobytes(),
+                row_bytes,
+                row_patches,
+            )
+        costs.append((tile, RowCost(row_bytes, row_patches, key)))
+    return costs
+
+
 def estimate_row(row: TileRow, limit: int, in_repeat: bool) -> RowCost:
-    """The seed's price of one active row, its patches and its signature."""
-    nbytes = ENTRY_RETURN_BYTES
-    patches = 0
-    sends = []
-    for send in row.sends:
-        for piece in split(send.words, limit):
-            nbytes += SEND_BYTES + (LONG_PAYLOAD_BYTES if piece > LONG_PAYLOAD_WORDS else 0)
-            patches += 1
-        sends.append((send.receivers, send.words, send.mode.value))
-    receives = []
-    end: tuple[int, int] | None = None
-    for receive in row.receives:
-        allocation, offset = receive.address.allocation, receive.address.offset
-        continued = []
-        for piece in split(receive.words, limit):
-            nbytes += RECEIVE_BYTES
-            continued.append(end == (allocation, offset))
-            if not continued[-1]:
-                nbytes += RECEIVE_ADDRESS_BYTES
-                patches += 1
-            offset += 4 * piece
-            end = (allocation, offset)
-        receives.append((receive.sender, receive.words, tuple(continued)))
-    nbytes = align(nbytes)
-    iterated = in_repeat and any(send.source_stride for send in row.sends)
-    key = None if iterated else ("row", tuple(sends), tuple(receives), nbytes, patches)
-    return RowCost(nbytes, patches, key)
+    """The seed's price of one active row (`estimate_rows` on a phase of that row alone)."""
+    return estimate_rows(Phase(0, (row,)), limit, in_repeat, RouteIds())[0][1]
 
 
 def estimate_footprint(plan: ExchangePlan) -> Footprint:
     """The seed's footprint estimate of ``plan`` (see the module docstring)."""
     accumulator = FootprintAccumulator(plan.tiles, INACTIVE_ROW)
-    limit = plan.max_transfer_words
+    routes = RouteIds()
     for phase, count in plan.stored_phases():
-        accumulator.add_phase(
-            phase.index, ((row.tile, estimate_row(row, limit, count > 1)) for row in phase.rows)
-        )
+        rows = estimate_rows(phase, plan.max_transfer_words, count > 1, routes)
+        accumulator.add_phase(phase.index, rows)
     return accumulator.finish()

@@ -11,32 +11,24 @@ placement nothing says where allocations lie, so two allocations are never
 contiguous. Inside a Repeat body a pointer may advance by a fixed ``stride``
 bytes per iteration (an *iterated* pointer).
 
-The JSON form (`plan_to_json`, `load_plan`) is what ``raptor-cp exchange`` reads::
-
-    {"format": "raptor-exchange-plan", "version": 1, "name": "...", "tiles": 1472,
-     "max_transfer_words": 4096, "compute_ns": [...],
-     "allocations": [{"tile": 0, "label": "fc1 out"}, ...],
-     "steps": [{"phase": 0, "rows": [{"tile": 0,
-                 "sends": [{"payload": 0, "words": 48, "receivers": [3, 4],
-                            "source": [0, 0], "source_stride": 0, "mode": "ordinary"}],
-                 "receives": [{"payload": 1, "sender": 2, "words": 8,
-                               "address": [1, 0], "stride": 0}]}]},
-               {"repeat": 4, "body": [{"phase": 1, "rows": [...]}]}]}
+A `Phase` has two views of one content: its ``rows`` (objects, for people,
+tests and JSON) and its columns, `SendColumns` and `ReceiveColumns` (numpy
+arrays, one entry per send or receive in row order: ascending tile, each row's
+transfers in order), which the footprint estimate and the exact encoder read.
+A phase built from one view computes the other on first use, so plans with
+hundreds of thousands of transfers never create an object per transfer. The
+JSON form is in `raptor_cp.exchange.plan_json`.
 """
 
 from __future__ import annotations
 
 import enum
-import json
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields, replace
 
-from raptor_cp.errors import InvalidInputError, InvalidInstanceError
-from raptor_cp.files import read_json
+import numpy as np
 
-FORMAT = "raptor-exchange-plan"
-VERSION = 1
+from raptor_cp.errors import InvalidInstanceError
 
 
 class TransferMode(enum.Enum):
@@ -88,12 +80,198 @@ class TileRow:
     receives: tuple[Receive, ...] = ()
 
 
-@dataclass(frozen=True)
-class Phase:
-    """One exchange phase: the rows of its active tiles, in ascending tile order."""
+def _ints(values: Sequence[int] | np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64).reshape(-1)
 
-    index: int
-    rows: tuple[TileRow, ...] = ()
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct ``values`` (`numpy.unique` by sorting: its hashing is ~10x slower
+    on the few-hundred-thousand int64 keys plans have, numpy 2.4)."""
+    ordered = np.sort(values)
+    return ordered[np.diff(ordered, prepend=ordered[:1] - 1) != 0]
+
+
+@dataclass(frozen=True, eq=False)
+class SendColumns:
+    """A phase's sends in row order; send ``k`` goes to `receivers_of` ``(k)``."""
+
+    tile: np.ndarray
+    payload: np.ndarray
+    words: np.ndarray
+    allocation: np.ndarray
+    offset: np.ndarray
+    stride: np.ndarray
+    paired: np.ndarray
+    """Bool: the transfer counts 64-bit pairs (`TransferMode.PAIRED`)."""
+    receivers_start: np.ndarray
+    receivers: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.tile.size)
+
+    def fanout(self) -> np.ndarray:
+        """Receivers of each send."""
+        return np.diff(self.receivers_start)
+
+    def receivers_of(self, k: int) -> np.ndarray:
+        return self.receivers[self.receivers_start[k] : self.receivers_start[k + 1]]
+
+
+@dataclass(frozen=True, eq=False)
+class ReceiveColumns:
+    """A phase's receives in row order."""
+
+    tile: np.ndarray
+    payload: np.ndarray
+    sender: np.ndarray
+    words: np.ndarray
+    allocation: np.ndarray
+    offset: np.ndarray
+    stride: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.tile.size)
+
+
+def _same_columns(a: SendColumns | ReceiveColumns, b: SendColumns | ReceiveColumns) -> bool:
+    return all(np.array_equal(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
+
+
+def _columns(rows: Sequence[TileRow]) -> tuple[SendColumns, ReceiveColumns]:
+    sends = [(row.tile, s) for row in rows for s in row.sends]
+    receives = [(row.tile, r) for row in rows for r in row.receives]
+    fanout = [len(s.receivers) for _, s in sends]
+    send_columns = SendColumns(
+        tile=_ints([t for t, _ in sends]),
+        payload=_ints([s.payload for _, s in sends]),
+        words=_ints([s.words for _, s in sends]),
+        allocation=_ints([s.source.allocation for _, s in sends]),
+        offset=_ints([s.source.offset for _, s in sends]),
+        stride=_ints([s.source_stride for _, s in sends]),
+        paired=np.asarray([s.mode is TransferMode.PAIRED for _, s in sends], dtype=bool),
+        receivers_start=_ints(np.concatenate(([0], np.cumsum(fanout, dtype=np.int64)))),
+        receivers=_ints([r for _, s in sends for r in s.receivers]),
+    )
+    receive_columns = ReceiveColumns(
+        tile=_ints([t for t, _ in receives]),
+        payload=_ints([r.payload for _, r in receives]),
+        sender=_ints([r.sender for _, r in receives]),
+        words=_ints([r.words for _, r in receives]),
+        allocation=_ints([r.address.allocation for _, r in receives]),
+        offset=_ints([r.address.offset for _, r in receives]),
+        stride=_ints([r.stride for _, r in receives]),
+    )
+    return send_columns, receive_columns
+
+
+def _rows(sends: SendColumns, receives: ReceiveColumns) -> tuple[TileRow, ...]:
+    send_tile, receive_tile = sends.tile.tolist(), receives.tile.tolist()
+    by_tile: dict[int, tuple[list[Send], list[Receive]]] = {}
+    starts, receivers = sends.receivers_start.tolist(), sends.receivers.tolist()
+    for k, (payload, words, allocation, offset, stride, paired) in enumerate(
+        zip(
+            *(getattr(sends, name).tolist() for name in ("payload", "words", "allocation")),
+            sends.offset.tolist(),
+            sends.stride.tolist(),
+            sends.paired.tolist(),
+            strict=True,
+        )
+    ):
+        mode = TransferMode.PAIRED if paired else TransferMode.ORDINARY
+        send = Send(
+            payload,
+            words,
+            tuple(receivers[starts[k] : starts[k + 1]]),
+            Address(allocation, offset),
+            stride,
+            mode,
+        )
+        by_tile.setdefault(send_tile[k], ([], []))[0].append(send)
+    columns = (receives.payload, receives.sender, receives.words, receives.allocation)
+    for k, (payload, sender, words, allocation, offset, stride) in enumerate(
+        zip(
+            *(c.tolist() for c in columns),
+            receives.offset.tolist(),
+            receives.stride.tolist(),
+            strict=True,
+        )
+    ):
+        receive = Receive(payload, sender, words, Address(allocation, offset), stride)
+        by_tile.setdefault(receive_tile[k], ([], []))[1].append(receive)
+    return tuple(TileRow(t, tuple(s), tuple(r)) for t, (s, r) in sorted(by_tile.items()))
+
+
+class Phase:
+    """One exchange phase: its rows (ascending tile order) and, equivalently, its columns.
+
+    ``Phase(index, rows)`` builds it from `TileRow` objects; `Phase.from_columns`
+    from `SendColumns` and `ReceiveColumns`. Either view is computed from the
+    other on first use (module docstring). Two phases are equal when their
+    index and columns are.
+    """
+
+    __slots__ = ("_receives", "_rows", "_sends", "index")
+
+    def __init__(self, index: int, rows: Sequence[TileRow] = ()) -> None:
+        self.index = index
+        self._rows: tuple[TileRow, ...] | None = tuple(rows)
+        self._sends: SendColumns | None = None
+        self._receives: ReceiveColumns | None = None
+
+    @classmethod
+    def from_columns(cls, index: int, sends: SendColumns, receives: ReceiveColumns) -> Phase:
+        """A phase given by its columns (in row order; see `SendColumns`)."""
+        phase = cls.__new__(cls)
+        phase.index = index
+        phase._rows = None
+        phase._sends = sends
+        phase._receives = receives
+        return phase
+
+    @property
+    def given_rows(self) -> tuple[TileRow, ...] | None:
+        """The rows as constructed, or None for a phase built from columns."""
+        return self._rows
+
+    @property
+    def rows(self) -> tuple[TileRow, ...]:
+        if self._rows is None:
+            self._rows = _rows(self.sends, self.receives)
+        return self._rows
+
+    @property
+    def sends(self) -> SendColumns:
+        if self._sends is None:
+            self._sends, self._receives = _columns(self.rows)
+        return self._sends
+
+    @property
+    def receives(self) -> ReceiveColumns:
+        if self._receives is None:
+            self._sends, self._receives = _columns(self.rows)
+        return self._receives
+
+    def with_strides(self, send_strides: np.ndarray, receive_strides: np.ndarray) -> Phase:
+        """The same phase with these pointer strides (Repeat folding)."""
+        return Phase.from_columns(
+            self.index,
+            replace(self.sends, stride=_ints(send_strides)),
+            replace(self.receives, stride=_ints(receive_strides)),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Phase):
+            return NotImplemented
+        return (
+            self.index == other.index
+            and _same_columns(self.sends, other.sends)
+            and _same_columns(self.receives, other.receives)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Phase({self.index}, {self.rows!r})"
 
 
 @dataclass(frozen=True)
@@ -122,7 +300,7 @@ class ExchangePlan:
     ``compute_ns`` optionally gives the busiest tile's compute in each superstep,
     in executed order (one more superstep than executed phases), for BSP timing.
     Construction validates the plan and raises `InvalidInstanceError` naming the
-    plan, phase, tile and field at fault.
+    plan, phase, tile and field at fault (``O(transfers log transfers)``, vectorised).
     """
 
     name: str
@@ -157,11 +335,33 @@ class ExchangePlan:
                 yield step
 
 
+class _Places:
+    """Names transfer ``k`` of a phase for error messages: ``phase P tile T send J``."""
+
+    def __init__(self, phase: int, tiles: np.ndarray, kind: str) -> None:
+        self.phase, self.tiles, self.kind = phase, tiles, kind
+
+    def __call__(self, k: int) -> str:
+        tile = int(self.tiles[k])
+        position = k - int(np.searchsorted(self.tiles, tile, side="left"))
+        return f"phase {self.phase} tile {tile} {self.kind} {position}"
+
+
+def _first(mask: np.ndarray) -> int | None:
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if hits.size else None
+
+
 class _Validator:
-    """Structural checks of an `ExchangePlan`, one message per first fault found."""
+    """Structural checks of an `ExchangePlan`, one message for the first fault found.
+
+    Row structure is checked on the rows a phase was built from; everything else
+    on its columns, check by check (sends, then receives, then their matching).
+    """
 
     def __init__(self, plan: ExchangePlan) -> None:
         self.plan = plan
+        self.allocation_tile = _ints([a.tile for a in plan.allocations])
 
     def fail(self, where: str, message: str) -> None:
         raise InvalidInstanceError(f"{self.plan.name}: {where}: {message}")
@@ -170,9 +370,12 @@ class _Validator:
         plan = self.plan
         if plan.tiles < 1 or plan.max_transfer_words < 1:
             self.fail("plan", "tiles and max_transfer_words must be >= 1")
-        for a, allocation in enumerate(plan.allocations):
-            if not 0 <= allocation.tile < plan.tiles:
-                self.fail(f"allocation {a}", f"tile {allocation.tile} outside 0..{plan.tiles - 1}")
+        bad = _first((self.allocation_tile < 0) | (self.allocation_tile >= plan.tiles))
+        if bad is not None:
+            self.fail(
+                f"allocation {bad}",
+                f"tile {plan.allocations[bad].tile} outside 0..{plan.tiles - 1}",
+            )
         if any(ns < 0 for ns in plan.compute_ns):
             self.fail("compute_ns", "negative superstep time")
         seen: set[int] = set()
@@ -185,242 +388,115 @@ class _Validator:
             seen.add(phase.index)
             self.phase(phase, count > 1)
 
-    def address(self, where: str, address: Address, tile: int, stride: int, repeat: bool) -> None:
-        allocations = self.plan.allocations
-        if not 0 <= address.allocation < len(allocations):
-            self.fail(where, f"unknown allocation {address.allocation}")
-        if allocations[address.allocation].tile != tile:
-            self.fail(
-                where,
-                f"allocation {address.allocation} is on tile "
-                f"{allocations[address.allocation].tile}, not {tile}",
-            )
-        if address.offset < 0:
-            self.fail(where, f"negative offset {address.offset}")
-        if stride and not repeat:
-            self.fail(where, "an iterated pointer (stride != 0) outside a Repeat body")
-
-    def phase(self, phase: Phase, repeat: bool) -> None:
+    def row_structure(self, phase: Phase) -> None:
         tiles = self.plan.tiles
-        sent: dict[tuple[int, int, int], int] = {}  # (receiver, payload, sender) -> words
-        received: dict[tuple[int, int, int], int] = {}
         previous = -1
-        for row in phase.rows:
+        for row in phase.given_rows or ():
             where = f"phase {phase.index} tile {row.tile}"
             if not previous < row.tile < tiles:
                 self.fail(where, f"rows need distinct ascending tiles in 0..{tiles - 1}")
             previous = row.tile
             if not row.sends and not row.receives:
                 self.fail(where, "a row needs a send or a receive (leave inactive tiles out)")
-            for k, send in enumerate(row.sends):
-                at = f"{where} send {k}"
-                receivers = send.receivers
-                if send.words < 1 or not receivers:
-                    self.fail(at, "needs words >= 1 and at least one receiver")
-                if list(receivers) != sorted(set(receivers)) or not (
-                    receivers[0] >= 0 and receivers[-1] < tiles and row.tile not in receivers
-                ):
-                    self.fail(
-                        at, f"receivers must be distinct ascending other tiles in 0..{tiles - 1}"
-                    )
-                self.address(at, send.source, row.tile, send.source_stride, repeat)
-                for r in receivers:
-                    if (r, send.payload, row.tile) in sent:
-                        self.fail(at, f"payload {send.payload} sent to tile {r} twice")
-                    sent[r, send.payload, row.tile] = send.words
-            for k, receive in enumerate(row.receives):
-                at = f"{where} receive {k}"
-                key = (row.tile, receive.payload, receive.sender)
-                if receive.words < 1 or key in received:
-                    self.fail(at, "needs words >= 1 and a (payload, sender) not received before")
-                self.address(at, receive.address, row.tile, receive.stride, repeat)
-                received[key] = receive.words
-        for key in sorted(sent.keys() ^ received.keys()):
-            tile, payload, sender = key
-            side = "sent but never received" if key in sent else "received but never sent"
+
+    def addresses(
+        self,
+        where: _Places,
+        allocation: np.ndarray,
+        offset: np.ndarray,
+        stride: np.ndarray,
+        tile: np.ndarray,
+        repeat: bool,
+    ) -> None:
+        known = (allocation >= 0) & (allocation < self.allocation_tile.size)
+        bad = _first(~known)
+        if bad is not None:
+            self.fail(where(bad), f"unknown allocation {allocation[bad]}")
+        owner = self.allocation_tile[allocation]
+        bad = _first(owner != tile)
+        if bad is not None:
             self.fail(
-                f"phase {phase.index} tile {tile}", f"payload {payload} from tile {sender} {side}"
+                where(bad), f"allocation {allocation[bad]} is on tile {owner[bad]}, not {tile[bad]}"
             )
-        for key in sorted(sent):
-            if sent[key] != received[key]:
-                self.fail(
-                    f"phase {phase.index} tile {key[0]}",
-                    f"payload {key[1]} sent as {sent[key]} words, received as {received[key]}",
-                )
+        bad = _first(offset < 0)
+        if bad is not None:
+            self.fail(where(bad), f"negative offset {offset[bad]}")
+        if not repeat:
+            bad = _first(stride != 0)
+            if bad is not None:
+                self.fail(where(bad), "an iterated pointer (stride != 0) outside a Repeat body")
 
-
-# -- JSON ----------------------------------------------------------------------
-
-
-def plan_to_json(plan: ExchangePlan) -> dict[str, object]:
-    """The JSON document of ``plan`` (see the module docstring)."""
-
-    def phase(p: Phase) -> dict[str, object]:
-        rows = []
-        for row in p.rows:
-            sends = [
-                {
-                    "payload": s.payload,
-                    "words": s.words,
-                    "receivers": list(s.receivers),
-                    "source": [s.source.allocation, s.source.offset],
-                    "source_stride": s.source_stride,
-                    "mode": s.mode.value,
-                }
-                for s in row.sends
-            ]
-            receives = [
-                {
-                    "payload": r.payload,
-                    "sender": r.sender,
-                    "words": r.words,
-                    "address": [r.address.allocation, r.address.offset],
-                    "stride": r.stride,
-                }
-                for r in row.receives
-            ]
-            rows.append({"tile": row.tile, "sends": sends, "receives": receives})
-        return {"phase": p.index, "rows": rows}
-
-    steps = [
-        {"repeat": s.count, "body": [phase(p) for p in s.body]}
-        if isinstance(s, Repeat)
-        else phase(s)
-        for s in plan.steps
-    ]
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "name": plan.name,
-        "tiles": plan.tiles,
-        "max_transfer_words": plan.max_transfer_words,
-        "compute_ns": list(plan.compute_ns),
-        "allocations": [{"tile": a.tile, "label": a.label} for a in plan.allocations],
-        "steps": steps,
-    }
-
-
-def write_plan(plan: ExchangePlan, path: str | Path) -> None:
-    """Write ``plan`` as JSON to ``path``."""
-    Path(path).write_text(json.dumps(plan_to_json(plan), indent=1) + "\n")
-
-
-def load_plan(path: str | Path) -> ExchangePlan:
-    """Read a plan written by `write_plan`; errors name the file and the field."""
-    return plan_from_json(read_json(path), str(path))
-
-
-class _Reader:
-    """Typed access to a parsed JSON document; every error names the field path."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, field: str, expected: str) -> InvalidInputError:
-        return InvalidInputError(f"{self.source}: {field}: expected {expected}")
-
-    def as_obj(self, value: object, field: str) -> dict[str, object]:
-        if not isinstance(value, dict):
-            raise self.fail(field, "an object")
-        return value
-
-    def as_list(self, value: object, field: str) -> list[object]:
-        if not isinstance(value, list):
-            raise self.fail(field, "a list")
-        return value
-
-    def as_int(
-        self, data: dict[str, object], key: str, field: str, default: int | None = None
-    ) -> int:
-        value = data.get(key, default)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise self.fail(f"{field}.{key}", "an integer")
-        return value
-
-    def address(self, value: object, field: str) -> Address:
-        pair = self.as_list(value, field)
-        if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
-            raise self.fail(field, "[allocation, byte offset] integers")
-        return Address(int(pair[0]), int(pair[1]))  # type: ignore[arg-type]
-
-    def send(self, value: object, field: str) -> Send:
-        data = self.as_obj(value, field)
-        receivers = self.as_list(data.get("receivers"), f"{field}.receivers")
-        if not all(isinstance(r, int) and not isinstance(r, bool) for r in receivers):
-            raise self.fail(f"{field}.receivers", "a list of tile integers")
-        mode = data.get("mode", TransferMode.ORDINARY.value)
-        if mode not in ("ordinary", "paired"):
-            raise self.fail(f"{field}.mode", '"ordinary" or "paired"')
-        return Send(
-            payload=self.as_int(data, "payload", field),
-            words=self.as_int(data, "words", field),
-            receivers=tuple(int(r) for r in receivers),  # type: ignore[call-overload]
-            source=self.address(data.get("source"), f"{field}.source"),
-            source_stride=self.as_int(data, "source_stride", field, 0),
-            mode=TransferMode(mode),
-        )
-
-    def receive(self, value: object, field: str) -> Receive:
-        data = self.as_obj(value, field)
-        return Receive(
-            payload=self.as_int(data, "payload", field),
-            sender=self.as_int(data, "sender", field),
-            words=self.as_int(data, "words", field),
-            address=self.address(data.get("address"), f"{field}.address"),
-            stride=self.as_int(data, "stride", field, 0),
-        )
-
-    def phase(self, value: object, field: str) -> Phase:
-        data = self.as_obj(value, field)
-        rows = []
-        for r, row_value in enumerate(self.as_list(data.get("rows", []), f"{field}.rows")):
-            at = f"{field}.rows[{r}]"
-            row = self.as_obj(row_value, at)
-            sends = self.as_list(row.get("sends", []), f"{at}.sends")
-            receives = self.as_list(row.get("receives", []), f"{at}.receives")
-            rows.append(
-                TileRow(
-                    tile=self.as_int(row, "tile", at),
-                    sends=tuple(self.send(s, f"{at}.sends[{k}]") for k, s in enumerate(sends)),
-                    receives=tuple(
-                        self.receive(v, f"{at}.receives[{k}]") for k, v in enumerate(receives)
-                    ),
-                )
+    def phase(self, phase: Phase, repeat: bool) -> None:
+        self.row_structure(phase)
+        tiles = self.plan.tiles
+        s, r = phase.sends, phase.receives
+        s_at, r_at = _Places(phase.index, s.tile, "send"), _Places(phase.index, r.tile, "receive")
+        fanout = s.fanout()
+        bad = _first((s.words < 1) | (fanout < 1))
+        if bad is not None:
+            self.fail(s_at(bad), "needs words >= 1 and at least one receiver")
+        owner = np.repeat(s.tile, fanout)
+        receivers = s.receivers
+        follows = np.ones(receivers.size, dtype=bool)
+        follows[1:] = receivers[1:] > receivers[:-1]
+        follows[s.receivers_start[:-1]] = True
+        wrong = (receivers < 0) | (receivers >= tiles) | (receivers == owner) | ~follows
+        bad = _first(np.logical_or.reduceat(wrong, s.receivers_start[:-1])) if wrong.size else None
+        if bad is not None:
+            self.fail(
+                s_at(bad), f"receivers must be distinct ascending other tiles in 0..{tiles - 1}"
             )
-        return Phase(self.as_int(data, "phase", field), tuple(rows))
+        self.addresses(s_at, s.allocation, s.offset, s.stride, s.tile, repeat)
+        send_of = np.repeat(np.arange(len(s)), fanout)
+        sent = np.stack((receivers, s.payload[send_of], owner))
+        order = np.lexsort(sent[::-1])
+        twice = np.flatnonzero((np.diff(sent[:, order], axis=1) == 0).all(axis=0))
+        if twice.size:
+            k = int(order[twice + 1].min())
+            self.fail(
+                s_at(int(send_of[k])),
+                f"payload {s.payload[send_of[k]]} sent to tile {receivers[k]} twice",
+            )
+        received = np.stack((r.tile, r.payload, r.sender))
+        order_in = np.lexsort(received[::-1])
+        again = np.flatnonzero((np.diff(received[:, order_in], axis=1) == 0).all(axis=0))
+        bad = _first(r.words < 1)
+        if again.size:
+            repeated = int(order_in[again + 1].min())
+            bad = repeated if bad is None else min(bad, repeated)
+        if bad is not None:
+            self.fail(r_at(bad), "needs words >= 1 and a (payload, sender) not received before")
+        self.addresses(r_at, r.allocation, r.offset, r.stride, r.tile, repeat)
+        self.matching(phase.index, sent, s.words[send_of], received, r.words)
 
-
-def plan_from_json(data: object, source: str) -> ExchangePlan:
-    """Build and validate a plan from a parsed JSON document read from ``source``."""
-    read = _Reader(source)
-    top = read.as_obj(data, "document")
-    if top.get("format") != FORMAT or top.get("version") != VERSION:
-        raise read.fail("format/version", f'"format": "{FORMAT}", "version": {VERSION}')
-    allocations = []
-    for a, value in enumerate(read.as_list(top.get("allocations", []), "allocations")):
-        entry = read.as_obj(value, f"allocations[{a}]")
-        label = entry.get("label", "")
-        if not isinstance(label, str):
-            raise read.fail(f"allocations[{a}].label", "a string")
-        allocations.append(Allocation(read.as_int(entry, "tile", f"allocations[{a}]"), label))
-    steps: list[Step] = []
-    for s, value in enumerate(read.as_list(top.get("steps", []), "steps")):
-        field = f"steps[{s}]"
-        entry = read.as_obj(value, field)
-        if "repeat" in entry:
-            body = read.as_list(entry.get("body"), f"{field}.body")
-            phases = tuple(read.phase(p, f"{field}.body[{k}]") for k, p in enumerate(body))
-            steps.append(Repeat(read.as_int(entry, "repeat", field), phases))
-        else:
-            steps.append(read.phase(entry, field))
-    compute = read.as_list(top.get("compute_ns", []), "compute_ns")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in compute):
-        raise read.fail("compute_ns", "a list of integers")
-    return ExchangePlan(
-        name=source,
-        tiles=read.as_int(top, "tiles", "document"),
-        max_transfer_words=read.as_int(top, "max_transfer_words", "document"),
-        allocations=tuple(allocations),
-        steps=tuple(steps),
-        compute_ns=tuple(int(v) for v in compute),  # type: ignore[call-overload]
-    )
+    def matching(
+        self,
+        index: int,
+        sent: np.ndarray,
+        sent_words: np.ndarray,
+        received: np.ndarray,
+        received_words: np.ndarray,
+    ) -> None:
+        """Every (receiver, payload, sender) sent is received once with the same length."""
+        keys = np.concatenate((sent, received), axis=1)
+        side = np.concatenate((np.zeros(sent.shape[1], bool), np.ones(received.shape[1], bool)))
+        words = np.concatenate((sent_words, received_words))
+        order = np.lexsort((side, *keys[::-1]))
+        keys, side, words = keys[:, order], side[order], words[order]
+        paired = np.zeros(side.size, dtype=bool)
+        if side.size > 1:
+            equal = (keys[:, 1:] == keys[:, :-1]).all(axis=0)
+            paired[1:] |= equal
+            paired[:-1] |= equal
+        bad = _first(~paired)
+        if bad is not None:
+            tile, payload, sender = keys[:, bad].tolist()
+            what = "received but never sent" if side[bad] else "sent but never received"
+            self.fail(f"phase {index} tile {tile}", f"payload {payload} from tile {sender} {what}")
+        bad = _first(~side & np.r_[words[1:] != words[:-1], False])
+        if bad is not None:
+            tile, payload, _ = keys[:, bad].tolist()
+            self.fail(
+                f"phase {index} tile {tile}",
+                f"payload {payload} sent as {words[bad]} words, received as {words[bad + 1]}",
+            )

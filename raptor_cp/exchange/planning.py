@@ -1,4 +1,4 @@
-"""Build the `ExchangePlan` of a schedule on an IPU: supersteps, payloads, addresses.
+"""Build the `ExchangePlan` of a schedule on an IPU: supersteps, payloads, transfers, addresses.
 
 Supersteps. The schedule's per-tile order is kept; a task runs in the earliest
 superstep after its tile's previous task and after every producer on another
@@ -22,9 +22,17 @@ Addresses (before placement). A tile keeps one output allocation per operation
 it computes, holding its tasks' outputs at increasing offsets in execution
 order (a task's output is as large as its largest outgoing edge); a send reads
 its producer's output from the start. A tile keeps one receive allocation per
-producer operation whose data it receives; payloads land at increasing offsets
-in the order they are first received. Sends of a tile are listed in producer
-execution order, receives in the graph's edge order (capture order).
+producer operation whose data it receives. A tile's receives are grouped by
+sending tile (ascending), each sender's in its send order, and land at
+increasing offsets in that order: what one sender sends back to back lands
+back to back.
+
+Transfers (logical-span coalescing, seed "Exchange footprint model"). A
+tile's consecutive payloads that go to the same receivers and lie one after
+the other in its memory therefore also lie one after the other on every
+receiver: they are one transfer, a `Send` with their summed length and one
+`Receive` per receiver, so the footprint estimate and the encoder both see the
+concrete spans. Sends of a tile are listed in producer execution order.
 
 Repeat bodies. Consecutive phases whose rows are identical except that every
 address advances by the same stride from one phase to the next, with identical
@@ -33,28 +41,27 @@ order), are folded into one `Repeat` whose body is the first phase; pointers
 with a non-zero stride are iterated.
 
 `bsp_makespan_ns` prices the plan as bulk-synchronous supersteps.
+
+Cost: ``O(E log E)`` numpy work for ``E`` edges (supersteps level by level,
+payloads, transfers and addresses sorted once), plus one `Allocation` object per
+allocation.
 """
 
 from __future__ import annotations
-
-import itertools
-from collections import defaultdict
-from dataclasses import replace
 
 import numpy as np
 
 from raptor_cp.errors import CapabilityUnavailableError, ScheduleViolationError
 from raptor_cp.evaluation import placement, task_costs
 from raptor_cp.exchange.plan import (
-    Address,
     Allocation,
     ExchangePlan,
     Phase,
-    Receive,
+    ReceiveColumns,
     Repeat,
-    Send,
+    SendColumns,
     Step,
-    TileRow,
+    distinct,
 )
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
@@ -64,8 +71,29 @@ from raptor_cp.targets.registry import preset_names
 WORD_BYTES = 4
 
 
-def _words(nbytes: int) -> int:
-    return -(-nbytes // WORD_BYTES)
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The concatenation of ``range(lo[i], hi[i])`` over ``i``."""
+    counts = hi - lo
+    return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+
+
+def _first_seen(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ids numbering distinct ``keys`` by first occurrence: (id per entry, first index per id)."""
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    rank = np.empty_like(first)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.ravel()], np.sort(first)
+
+
+def _exclusive_sums(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per entry, the sum of ``values`` over earlier entries of its group (entry order)."""
+    order = np.argsort(group, kind="stable")
+    total = np.cumsum(values[order])
+    sorted_group = group[order]
+    first = np.searchsorted(sorted_group, sorted_group, side="left")
+    result = np.empty_like(values)
+    result[order] = total - values[order] - np.where(first > 0, total[first - 1], 0)
+    return result
 
 
 def supersteps(problem: LatencyProblem, schedule: Schedule) -> np.ndarray:
@@ -82,40 +110,35 @@ def supersteps(problem: LatencyProblem, schedule: Schedule) -> np.ndarray:
 
 
 def _supersteps(problem: LatencyProblem, schedule: Schedule, core: np.ndarray) -> np.ndarray:
+    """Longest paths over edges and core-order links, one topological level at a time."""
     graph = problem.graph
     n = graph.num_tasks
-    core_list = core.tolist()
-    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-    next_on_core = [-1] * n
-    waiting = np.bincount(graph.edge_dst, minlength=n).tolist()
-    for order in schedule.core_order:
-        for a, b in itertools.pairwise(order):
-            next_on_core[a] = b
-            waiting[b] += 1
-    step = [0] * n
-    stack = [t for t in range(n) if waiting[t] == 0]
+    chains = [np.asarray(order, dtype=np.int64) for order in schedule.core_order if len(order) > 1]
+    empty = np.zeros(0, dtype=np.int64)
+    src = np.concatenate([graph.edge_src, *(c[:-1] for c in chains), empty])
+    dst = np.concatenate([graph.edge_dst, *(c[1:] for c in chains), empty])
+    weight = np.zeros(src.size, dtype=np.int64)
+    weight[: graph.num_edges] = core[graph.edge_src] != core[graph.edge_dst]
+    by_src = np.argsort(src, kind="stable")
+    bounds = np.searchsorted(src[by_src], np.arange(n + 1))
+    waiting = np.bincount(dst, minlength=n)
+    step = np.zeros(n, dtype=np.int64)
+    frontier = np.flatnonzero(waiting == 0)
     done = 0
-    while stack:
-        t = stack.pop()
-        done += 1
-        for e in graph.successor_edges(t).tolist():
-            d = dst[e]
-            step[d] = max(step[d], step[t] + (core_list[src[e]] != core_list[d]))
-            waiting[d] -= 1
-            if waiting[d] == 0:
-                stack.append(d)
-        d = next_on_core[t]
-        if d >= 0:
-            step[d] = max(step[d], step[t])
-            waiting[d] -= 1
-            if waiting[d] == 0:
-                stack.append(d)
+    while frontier.size:
+        done += frontier.size
+        edges = by_src[_ranges(bounds[frontier], bounds[frontier + 1])]
+        heads = dst[edges]
+        np.maximum.at(step, heads, step[src[edges]] + weight[edges])
+        np.subtract.at(waiting, heads, 1)
+        ready = np.sort(heads[waiting[heads] == 0])
+        frontier = ready[np.diff(ready, prepend=-1) != 0]
     if done < n:
-        stuck = next(t for t in range(n) if waiting[t] > 0)
+        stuck = int(np.flatnonzero(waiting > 0)[0])
         raise ScheduleViolationError(
             f"deadlock: task {graph.names[stuck]!r} waits on a cycle of dependencies and core order"
         )
-    return np.asarray(step, dtype=np.int64)
+    return step
 
 
 def build_exchange_plan(problem: LatencyProblem, schedule: Schedule) -> ExchangePlan:
@@ -137,25 +160,33 @@ def build_exchange_plan(problem: LatencyProblem, schedule: Schedule) -> Exchange
             target=problem.target.name,
             capability="exchange",
         )
-    graph = problem.graph
     core, slot = placement(problem, schedule)
     step = _supersteps(problem, schedule, core)
     builder = _Builder(problem, schedule, core, slot, step)
     phases = builder.phases()
-    compute = builder.compute()
     steps = _fold_repeats(phases, builder.compute_signatures())
     return ExchangePlan(
-        name=graph.name,
+        name=problem.graph.name,
         tiles=target.cores,
         max_transfer_words=target.max_transfer_words,
         allocations=tuple(builder.allocations),
         steps=tuple(steps),
-        compute_ns=tuple(compute),
+        compute_ns=tuple(builder.compute()),
+    )
+
+
+def _empty_phase(index: int) -> Phase:
+    none = np.zeros(0, dtype=np.int64)
+    sends = SendColumns(
+        none, none, none, none, none, none, np.zeros(0, bool), np.zeros(1, np.int64), none
+    )
+    return Phase.from_columns(
+        index, sends, ReceiveColumns(none, none, none, none, none, none, none)
     )
 
 
 class _Builder:
-    """Payloads, allocations and rows of one schedule."""
+    """Allocations, payloads, transfers and phases of one schedule."""
 
     def __init__(
         self,
@@ -167,170 +198,205 @@ class _Builder:
     ) -> None:
         self.graph = problem.graph
         self.schedule = schedule
-        self.core = core.tolist()
-        self.slot = slot.tolist()
-        self.step = step.tolist()
-        self.cost = task_costs(problem, core).tolist()
+        self.tiles = len(schedule.core_order)
+        self.core, self.slot, self.step = core, slot, step
+        self.cost = task_costs(problem, core)
         self.allocations: list[Allocation] = []
-        self._allocation_ids: dict[tuple[str, int, int], int] = {}
+        # tasks in (tile, execution order)
+        self.by_tile = np.fromiter(
+            (t for order in schedule.core_order for t in order), dtype=np.int64
+        )
 
-    def allocation(self, kind: str, operation: int, tile: int) -> int:
-        key = (kind, operation, tile)
-        known = self._allocation_ids.get(key)
-        if known is None:
-            label = f"{self.graph.operation_names[operation]} {kind}"
-            known = self._allocation_ids[key] = len(self.allocations)
-            self.allocations.append(Allocation(tile, label))
-        return known
+    def new_allocations(self, kind: str, operation: np.ndarray, tile: np.ndarray) -> np.ndarray:
+        """Allocation ids for (operation, tile) entries, numbered by first occurrence."""
+        local, first = _first_seen(operation * self.tiles + tile)
+        names = self.graph.operation_names
+        base = len(self.allocations)
+        self.allocations += [
+            Allocation(t, f"{names[op]} {kind}")
+            for op, t in zip(operation[first].tolist(), tile[first].tolist(), strict=True)
+        ]
+        return base + local
 
-    def output_addresses(self) -> dict[int, Address]:
-        """Start of each task's output in its operation's output allocation on its tile."""
+    def output_addresses(self) -> tuple[np.ndarray, np.ndarray]:
+        """(allocation, offset) of each task's output in its operation's allocation on its tile."""
         graph = self.graph
         size = np.zeros(graph.num_tasks, dtype=np.int64)
         np.maximum.at(size, graph.edge_src, graph.edge_bytes)
-        operation = graph.operation.tolist()
-        addresses: dict[int, Address] = {}
-        end: dict[int, int] = defaultdict(int)
-        for tile, order in enumerate(self.schedule.core_order):
-            for task in order:
-                nbytes = WORD_BYTES * _words(int(size[task]))
-                if nbytes:
-                    allocation = self.allocation("out", operation[task], tile)
-                    addresses[task] = Address(allocation, end[allocation])
-                    end[allocation] += nbytes
-        return addresses
+        nbytes = WORD_BYTES * (-(-size // WORD_BYTES))
+        tasks = self.by_tile[nbytes[self.by_tile] > 0]
+        allocation = np.full(graph.num_tasks, -1, dtype=np.int64)
+        offset = np.zeros(graph.num_tasks, dtype=np.int64)
+        allocation[tasks] = self.new_allocations("out", graph.operation[tasks], self.core[tasks])
+        offset[tasks] = _exclusive_sums(allocation[tasks], nbytes[tasks])
+        return allocation, offset
 
     def phases(self) -> list[Phase]:
-        """Every phase's rows: payloads, multicast receivers, sends and receives."""
-        graph = self.graph
-        tiles = len(self.schedule.core_order)
-        core, step, slot = (
-            np.asarray(x, dtype=np.int64) for x in (self.core, self.step, self.slot)
-        )
+        """Every phase: payloads, coalesced transfers, sends and receives (module docstring)."""
+        graph, tiles = self.graph, self.tiles
+        core, step, slot = self.core, self.step, self.slot
         count = int(step.max(initial=0))
         src, dst, nbytes = graph.edge_src, graph.edge_dst, graph.edge_bytes
         cross = np.flatnonzero((core[src] != core[dst]) & (nbytes > 0))
         if not cross.size:
-            return [Phase(k, ()) for k in range(count)]
+            return [_empty_phase(k) for k in range(count)]
         s, b, tile = src[cross], nbytes[cross], core[dst[cross]]
-        phase = step[s]
         # One payload per (producer, bytes), numbered in (phase, tile, producer slot,
-        # bytes, edge) order, the send order of each tile; `first` holds the position
-        # in that order of each payload's first edge.
-        send_order = np.lexsort((cross, b, slot[s], core[s], phase))
-        key = (s * (int(b.max()) + 1) + b)[send_order]
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        rank = np.empty_like(first)
-        rank[np.argsort(first)] = np.arange(first.size)
+        # bytes, edge) order, the send order of each tile.
+        send_order = np.lexsort((cross, b, slot[s], core[s], step[s]))
+        payload_of_sorted, first = _first_seen((s * (int(b.max()) + 1) + b)[send_order])
         payload = np.empty(cross.size, dtype=np.int64)
-        payload[send_order] = rank[inverse.ravel()]
-        pairs = np.unique(payload * tiles + tile)
-        bounds = np.searchsorted(pairs // tiles, np.arange(first.size + 1)).tolist()
-        receiver_tiles = (pairs % tiles).tolist()
-        s_list, phase_list, tile_list = s.tolist(), phase.tolist(), tile.tolist()
-        payload_list = payload.tolist()
-        words = ((b + WORD_BYTES - 1) // WORD_BYTES).tolist()
-        source = self.output_addresses()
-        rows: dict[tuple[int, int], tuple[list[Send], list[Receive]]] = defaultdict(
-            lambda: ([], [])
+        payload[send_order] = payload_of_sorted
+        pairs = distinct(payload * tiles + tile)
+        starts = np.searchsorted(pairs // tiles, np.arange(first.size + 1))
+        receivers = pairs % tiles
+        head = send_order[first]
+        task = s[head]
+        words = -(-b[head] // WORD_BYTES)
+        out_allocation, out_offset = self.output_addresses()
+        run, heads = self._coalesce(task, words, starts, receivers, out_allocation, out_offset)
+        runs = heads.size
+        run_words = np.zeros(runs, dtype=np.int64)
+        np.add.at(run_words, run, words)
+        run_task = task[heads]
+        run_fanout = (starts[heads + 1] - starts[heads]).astype(np.int64)
+        run_receivers = receivers[_ranges(starts[heads], starts[heads + 1])]
+        # Receives: grouped by sender (runs are numbered in send order), one
+        # allocation per (producer operation, receiving tile).
+        entry_run = np.repeat(np.arange(runs), run_fanout)
+        entry_phase = step[run_task][entry_run]
+        order = np.lexsort((entry_run, run_receivers, entry_phase))
+        entry_run, entry_tile, entry_phase = (
+            entry_run[order],
+            run_receivers[order],
+            entry_phase[order],
         )
-        for p, i in enumerate(send_order[np.sort(first)].tolist()):
-            receivers = tuple(receiver_tiles[bounds[p] : bounds[p + 1]])
-            task = s_list[i]
-            rows[phase_list[i], self.core[task]][0].append(
-                Send(p, words[i], receivers, source[task])
+        allocation = self.new_allocations("in", graph.operation[run_task][entry_run], entry_tile)
+        offset = _exclusive_sums(allocation, WORD_BYTES * run_words[entry_run])
+        sends = SendColumns(
+            tile=core[run_task],
+            payload=np.arange(runs, dtype=np.int64),
+            words=run_words,
+            allocation=out_allocation[run_task],
+            offset=out_offset[run_task],
+            stride=np.zeros(runs, dtype=np.int64),
+            paired=np.zeros(runs, dtype=bool),
+            receivers_start=np.concatenate(([0], np.cumsum(run_fanout))),
+            receivers=run_receivers,
+        )
+        receives = ReceiveColumns(
+            tile=entry_tile,
+            payload=entry_run,
+            sender=core[run_task][entry_run],
+            words=run_words[entry_run],
+            allocation=allocation,
+            offset=offset,
+            stride=np.zeros(entry_run.size, dtype=np.int64),
+        )
+        send_phase = step[run_task]
+        phase_ids = np.arange(count + 1)
+        s_cut = np.searchsorted(send_phase, phase_ids)
+        r_cut = np.searchsorted(entry_phase, phase_ids)
+        return [
+            Phase.from_columns(
+                k,
+                _slice_sends(sends, s_cut[k], s_cut[k + 1]),
+                _slice(receives, r_cut[k], r_cut[k + 1]),
             )
-        # Receives in capture order (phase, receiving tile, edge), once per payload and tile.
-        capture = np.lexsort((cross, tile, phase))
-        _, received = np.unique((payload * tiles + tile)[capture], return_index=True)
-        operation = graph.operation[s].tolist()
-        allocations: dict[tuple[int, int], int] = {}
-        end: dict[int, int] = defaultdict(int)
-        for i in capture[np.sort(received)].tolist():
-            key_in = (operation[i], tile_list[i])
-            allocation = allocations.get(key_in)
-            if allocation is None:
-                allocation = allocations[key_in] = self.allocation("in", *key_in)
-            rows[phase_list[i], tile_list[i]][1].append(
-                Receive(
-                    payload_list[i],
-                    self.core[s_list[i]],
-                    words[i],
-                    Address(allocation, end[allocation]),
-                )
-            )
-            end[allocation] += WORD_BYTES * words[i]
-        by_phase: list[list[TileRow]] = [[] for _ in range(count)]
-        for (k, t), (sends, receives) in sorted(rows.items()):
-            by_phase[k].append(TileRow(t, tuple(sends), tuple(receives)))
-        return [Phase(k, tuple(r)) for k, r in enumerate(by_phase)]
+            for k in range(count)
+        ]
+
+    def _coalesce(
+        self,
+        task: np.ndarray,
+        words: np.ndarray,
+        starts: np.ndarray,
+        receivers: np.ndarray,
+        out_allocation: np.ndarray,
+        out_offset: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Runs of payloads sent as one transfer: (run of each payload, first payload of each run).
+
+        Payload ``p`` joins ``p - 1``'s run when both leave the same tile in the same
+        phase for the same receivers and ``p``'s data starts where ``p - 1``'s ends.
+        """
+        fanout = np.diff(starts)
+        same_set = np.zeros(task.size, dtype=bool)
+        candidates = np.flatnonzero(fanout[1:] == fanout[:-1]) + 1
+        if candidates.size:
+            positions = _ranges(starts[candidates], starts[candidates + 1])
+            shift = np.repeat(fanout[candidates], fanout[candidates])
+            differs = receivers[positions] != receivers[positions - shift]
+            owner = np.repeat(np.arange(candidates.size), fanout[candidates])
+            same_set[candidates] = np.bincount(owner, differs, minlength=candidates.size) == 0
+        allocation, offset = out_allocation[task], out_offset[task]
+        joined = np.zeros(task.size, dtype=bool)
+        joined[1:] = (
+            same_set[1:]
+            & (self.step[task[1:]] == self.step[task[:-1]])
+            & (self.core[task[1:]] == self.core[task[:-1]])
+            & (allocation[1:] == allocation[:-1])
+            & (offset[1:] == offset[:-1] + WORD_BYTES * words[:-1])
+        )
+        return np.cumsum(~joined) - 1, np.flatnonzero(~joined)
 
     def compute(self) -> list[int]:
         """Busiest tile's compute time in each superstep."""
-        cost = self.cost
-        busy: dict[tuple[int, int], int] = defaultdict(int)
-        for task, tile in enumerate(self.core):
-            busy[self.step[task], tile] += cost[task]
-        compute = [0] * (max(self.step, default=0) + 1)
-        for (k, _), ns in busy.items():
-            compute[k] = max(compute[k], ns)
-        return compute
+        steps = int(self.step.max(initial=0)) + 1
+        busy = np.zeros(steps * self.tiles, dtype=np.int64)
+        np.add.at(busy, self.step * self.tiles + self.core, self.cost)
+        return busy.reshape(steps, self.tiles).max(axis=1).tolist()
 
-    def compute_signatures(self) -> list[tuple[object, ...]]:
+    def compute_signatures(self) -> list[bytes]:
         """Per superstep, each tile's (operation, cost) sequence: the Repeat compute check."""
-        cost = self.cost
-        operation = self.graph.operation.tolist()
-        per_step: list[list[tuple[int, tuple[tuple[int, int], ...]]]] = [
-            [] for _ in range(max(self.step, default=0) + 1)
-        ]
-        for tile, order in enumerate(self.schedule.core_order):
-            by_step: dict[int, list[tuple[int, int]]] = defaultdict(list)
-            for task in order:
-                by_step[self.step[task]].append((operation[task], cost[task]))
-            for k, work in by_step.items():
-                per_step[k].append((tile, tuple(work)))
-        return [tuple(sorted(s)) for s in per_step]
+        tasks = self.by_tile
+        step = self.step[tasks]
+        order = np.argsort(step, kind="stable")  # by step, then tile and execution order
+        tasks, step = tasks[order], step[order]
+        rows = np.stack((self.core[tasks], self.graph.operation[tasks], self.cost[tasks]), axis=1)
+        cut = np.searchsorted(step, np.arange(int(self.step.max(initial=0)) + 2))
+        return [rows[cut[k] : cut[k + 1]].tobytes() for k in range(cut.size - 1)]
 
 
-def _strides(a: Phase, b: Phase) -> tuple[int, ...] | None:
+def _slice_sends(sends: SendColumns, lo: int, hi: int) -> SendColumns:
+    a, b = int(sends.receivers_start[lo]), int(sends.receivers_start[hi])
+    return SendColumns(
+        tile=sends.tile[lo:hi],
+        payload=sends.payload[lo:hi],
+        words=sends.words[lo:hi],
+        allocation=sends.allocation[lo:hi],
+        offset=sends.offset[lo:hi],
+        stride=sends.stride[lo:hi],
+        paired=sends.paired[lo:hi],
+        receivers_start=sends.receivers_start[lo : hi + 1] - a,
+        receivers=sends.receivers[a:b],
+    )
+
+
+def _slice(receives: ReceiveColumns, lo: int, hi: int) -> ReceiveColumns:
+    return ReceiveColumns(
+        *(getattr(receives, name)[lo:hi] for name in ReceiveColumns.__dataclass_fields__)
+    )
+
+
+def _strides(a: Phase, b: Phase) -> tuple[np.ndarray, np.ndarray] | None:
     """How far every pointer advances from ``a`` to ``b``; None when they differ otherwise."""
-    if [r.tile for r in a.rows] != [r.tile for r in b.rows]:
+    x, y = a.sends, b.sends
+    if len(x) != len(y) or len(a.receives) != len(b.receives):
         return None
-    strides: list[int] = []
-    for x, y in zip(a.rows, b.rows, strict=True):
-        if len(x.sends) != len(y.sends) or len(x.receives) != len(y.receives):
-            return None
-        for s, t in zip(x.sends, y.sends, strict=True):
-            if (s.words, s.receivers, s.mode, s.source.allocation) != (
-                t.words,
-                t.receivers,
-                t.mode,
-                t.source.allocation,
-            ):
-                return None
-            strides.append(t.source.offset - s.source.offset)
-        for r, q in zip(x.receives, y.receives, strict=True):
-            if (r.sender, r.words, r.address.allocation) != (
-                q.sender,
-                q.words,
-                q.address.allocation,
-            ):
-                return None
-            strides.append(q.address.offset - r.address.offset)
-    return tuple(strides)
+    same = ("tile", "words", "paired", "allocation", "receivers_start", "receivers")
+    if not all(np.array_equal(getattr(x, f), getattr(y, f)) for f in same):
+        return None
+    u, v = a.receives, b.receives
+    if not all(
+        np.array_equal(getattr(u, f), getattr(v, f))
+        for f in ("tile", "sender", "words", "allocation")
+    ):
+        return None
+    return y.offset - x.offset, v.offset - u.offset
 
 
-def _with_strides(phase: Phase, strides: tuple[int, ...]) -> Phase:
-    it = iter(strides)
-    rows = []
-    for row in phase.rows:
-        sends = tuple(replace(s, source_stride=next(it)) for s in row.sends)
-        receives = tuple(replace(r, stride=next(it)) for r in row.receives)
-        rows.append(TileRow(row.tile, sends, receives))
-    return Phase(phase.index, tuple(rows))
-
-
-def _fold_repeats(phases: list[Phase], compute: list[tuple[object, ...]]) -> list[Step]:
+def _fold_repeats(phases: list[Phase], compute: list[bytes]) -> list[Step]:
     """Fold runs of phases that repeat with constant strides (see the module docstring).
 
     Phase ``j`` and the compute superstep ``j + 1`` after it form one iteration;
@@ -344,7 +410,12 @@ def _fold_repeats(phases: list[Phase], compute: list[tuple[object, ...]]) -> lis
         j, strides = i, None
         while j + 1 < len(phases):
             found = _strides(phases[j], phases[j + 1])
-            if found is None or (strides is not None and found != strides):
+            if found is None or (
+                strides is not None
+                and not (
+                    np.array_equal(found[0], strides[0]) and np.array_equal(found[1], strides[1])
+                )
+            ):
                 break
             if compute[j + 2] != compute[j + 1]:
                 break
@@ -352,7 +423,7 @@ def _fold_repeats(phases: list[Phase], compute: list[tuple[object, ...]]) -> lis
         if strides is None:
             steps.append(phases[i])
         else:
-            steps.append(Repeat(j - i + 1, (_with_strides(phases[i], strides),)))
+            steps.append(Repeat(j - i + 1, (phases[i].with_strides(*strides),)))
         i = j + 1
     return steps
 
@@ -365,10 +436,9 @@ def bsp_makespan_ns(plan: ExchangePlan, target: ExchangeTarget) -> int:
     a lower bound on the exchange a cycle-level schedule achieves.
     """
     total = sum(plan.compute_ns)
-    for phase in plan.executed_phases():
-        busiest = 0
-        for row in phase.rows:
-            sent = sum(s.words for s in row.sends)
-            busiest = max(busiest, sent, sum(r.words for r in row.receives))
-        total += target.superstep_ns(0, WORD_BYTES * busiest)
+    for phase, count in plan.stored_phases():
+        sent = np.bincount(phase.sends.tile, phase.sends.words, minlength=plan.tiles)
+        received = np.bincount(phase.receives.tile, phase.receives.words, minlength=plan.tiles)
+        busiest = int(max(sent.max(initial=0), received.max(initial=0)))
+        total += count * target.superstep_ns(0, WORD_BYTES * busiest)
     return total

@@ -157,10 +157,18 @@ class ResidentWeights:
         self.binding = int(graph.weight_size.sum()) > int(self.capacity.min())
         self._resident = np.zeros((graph.num_weights, target.cores), dtype=bool)
         self._all = np.ones(target.cores, dtype=bool)
+        self._ids: dict[int, np.ndarray] = {}
+
+    def weight_ids(self, task: int) -> np.ndarray:
+        """``task``'s distinct weight ids, ascending (memoised: asked several times per task)."""
+        ids = self._ids.get(task)
+        if ids is None:
+            ids = self._ids[task] = np.array(sorted(set(self._graph.task_weights[task])), np.int64)
+        return ids
 
     def new_slots(self, task: int) -> np.ndarray:
         """Per core, the slots ``task`` would add (its weights not yet resident there)."""
-        weights = np.unique(np.asarray(self._graph.task_weights[task], dtype=np.int64))
+        weights = self.weight_ids(task)
         missing = ~self._resident[weights]
         return self._graph.weight_size[weights] @ missing
 
@@ -180,8 +188,10 @@ class ResidentWeights:
         """Make ``task``'s weights resident on ``core``."""
         if not self.binding:
             return
-        self.used[core] += int(self.new_slots(task)[core])
-        self._resident[list(self._graph.task_weights[task]), core] = True
+        weights = self.weight_ids(task)
+        missing = ~self._resident[weights, core]
+        self.used[core] += int(self._graph.weight_size[weights][missing].sum())
+        self._resident[weights, core] = True
 
 
 class Reservations:
@@ -220,7 +230,7 @@ class Reservations:
             holders = fits & (new == 0)
             if holders.any():
                 return holders
-        ids = np.unique(np.asarray(task_weights, dtype=np.int64))
+        ids = weights.weight_ids(task)
         fresh = self._graph.weight_size[ids[~self._placed[ids]]]
         later = self._unplaced_sizes - Counter(fresh.tolist())
         chunk = max(later, default=0)
@@ -249,7 +259,7 @@ class Reservations:
         if not self.resident.binding:
             return
         self.resident.add(task, core)
-        ids = np.unique(np.asarray(self._graph.task_weights[task], dtype=np.int64))
+        ids = self.resident.weight_ids(task)
         fresh = ids[~self._placed[ids]]
         self._unplaced_slots -= int(self._graph.weight_size[fresh].sum())
         self._unplaced_sizes -= Counter(self._graph.weight_size[fresh].tolist())

@@ -112,21 +112,30 @@ class HopTransferRows(TransferRows):
     The constructor computes every core pair's hop distance once and checks, for
     two probe sizes (1 byte and 1 MiB: latency- and bandwidth-dominated), that
     ``transfer_ns`` equals the value of one representative pair at the same
-    distance; ``O(P²)`` target calls, once per solve. If the target passes, the
-    row for ``(src, nbytes)`` is the per-distance cost vector of ``nbytes``
-    (memoised per byte count) indexed by ``src``'s hop row; otherwise the exact
-    per-core rows of `TransferRows` are used.
+    distance; ``O(P²)`` target calls, once per solve, or one array each from an
+    exchange machine's ``hop_matrix()`` and ``transfer_matrix_ns(nbytes)``
+    (`SchedulingTarget.exchange`: the IPU, whose 1,472 tiles make 2·10⁶ pairs).
+    If the target passes, the row for ``(src, nbytes)`` is the per-distance cost
+    vector of ``nbytes`` (memoised per byte count) indexed by ``src``'s hop row;
+    otherwise the exact per-core rows of `TransferRows` are used.
     """
 
     hop_invariant: bool = False
     """True when rows come from the hop-distance tables."""
+    two_classes: bool = False
+    """True when, besides, the only distances are 0 (the same core) and 1 (any other)."""
 
     def __init__(self, target: SchedulingTarget, cache_sizes: int = 65_536) -> None:
         super().__init__(target)
-        cores = target.cores
-        hops = np.array(
-            [[target.hops(a, b) for b in range(cores)] for a in range(cores)], dtype=np.int64
-        )
+        cores = self._cores = target.cores
+        machine = target.exchange()
+        pair_matrix = None if machine is None else machine.transfer_matrix_ns
+        if machine is not None:
+            hops = np.asarray(machine.hop_matrix(), dtype=np.int64)
+        else:
+            hops = np.array(
+                [[target.hops(a, b) for b in range(cores)] for a in range(cores)], dtype=np.int64
+            )
         distances, first = np.unique(hops, return_index=True)
         pairs = [divmod(int(i), cores) for i in first]
         position = np.searchsorted(distances, hops)
@@ -135,10 +144,13 @@ class HopTransferRows(TransferRows):
             return np.array([target.transfer_ns(a, b, nbytes) for a, b in pairs], np.int64)
 
         for nbytes in _PROBE_BYTES:
-            exact = np.array(
-                [target.transfer_ns(a, b, nbytes) for a in range(cores) for b in range(cores)],
-                dtype=np.int64,
-            )
+            if pair_matrix is not None:
+                exact = np.asarray(pair_matrix(nbytes), dtype=np.int64).ravel()
+            else:
+                exact = np.array(
+                    [target.transfer_ns(a, b, nbytes) for a in range(cores) for b in range(cores)],
+                    dtype=np.int64,
+                )
             if not np.array_equal(exact, by_distance(nbytes)[position].ravel()):
                 return
         costs = lru_cache(maxsize=cache_sizes)(by_distance)
@@ -147,7 +159,41 @@ class HopTransferRows(TransferRows):
             return costs(nbytes)[position[src]]
 
         self.row = row
+        self._costs = costs
         self.hop_invariant = True
+        self.two_classes = distances.tolist() == [0, 1] and bool(
+            np.array_equal(hops == 0, np.eye(cores, dtype=bool))
+        )
+
+    def data_ready(
+        self, graph: ComputeGraph, task: int, core: np.ndarray, finish: np.ndarray
+    ) -> np.ndarray:
+        """`data_ready_ns`, in ``O(k + P)`` numpy work for ``k`` inputs with two classes.
+
+        With two classes a predecessor reaches its own core at ``finish + c0`` and
+        every other core at ``finish + c1``; so every core gets the largest
+        ``finish + c1`` except the core of that largest one, which gets the
+        largest from other cores, and each predecessor's core also its own
+        ``finish + c0``. Equal to `data_ready_ns` (same maxima, same ints).
+        """
+        cores = self._cores
+        if not self.two_classes:
+            return data_ready_ns(graph, task, core, finish, self, cores)
+        edges = graph.predecessor_edges(task)
+        ready = np.zeros(cores, dtype=np.int64)
+        if not edges.size:
+            return ready
+        pred = graph.edge_src[edges]
+        costs = np.array([self._costs(b) for b in graph.edge_bytes[edges].tolist()], np.int64)
+        where, done = core[pred], finish[pred]
+        far = done + costs[:, 1]
+        best = int(np.argmax(far))
+        home = int(where[best])
+        away = far[where != home]
+        ready[:] = far[best]
+        ready[home] = away.max() if away.size else 0
+        np.maximum.at(ready, where, done + costs[:, 0])
+        return ready
 
 
 def _work(graph: ComputeGraph, cores: int) -> np.ndarray:
@@ -162,8 +208,21 @@ def optimistic_cost_table(graph: ComputeGraph, target: SchedulingTarget) -> np.n
 
     ``OCT(t, p) = max_s min(OCT(s, p) + w(s, p), min_p' (OCT(s, p') + w(s, p')) + c̄(t, s))``,
     which equals the paper's definition because ``c̄ >= 0``. ``O(E · P)``.
+
+    On homogeneous cores (no ``core_cost``) every row is constant: if each
+    successor's row is, ``min(X, X + c̄) = X`` makes ``t``'s row constant too. The
+    table is then one column, ``OCT(t) = max_s OCT(s) + w(s)``, returned as a
+    read-only ``(T, P)`` broadcast view: ``O(E)`` time and ``O(T)`` memory, the
+    same values.
     """
     cores = target.cores
+    if graph.core_cost is None:
+        column = np.zeros(graph.num_tasks, dtype=np.int64)
+        for task in graph.topological_order[::-1].tolist():
+            succ = graph.edge_dst[graph.successor_edges(task)]
+            if succ.size:
+                column[task] = (column[succ] + graph.cost[succ]).max()
+        return np.broadcast_to(column[:, None], (graph.num_tasks, cores))
     work = _work(graph, cores)
     unique, inverse = np.unique(graph.edge_bytes, return_inverse=True)
     mean_comm = np.array([target.mean_transfer_ns(int(b)) for b in unique], np.int64)[inverse]
@@ -210,10 +269,13 @@ class _IdleGaps:
         """Index of the largest threshold ``<= length`` (-1 for 0)."""
         return np.searchsorted(self._threshold, length, side="right") - 1
 
-    def may_fit(self, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
-        """Per core: False only if no gap can hold ``duration`` from ``ready`` on."""
+    def may_fit(self, ready: np.ndarray, duration: np.ndarray | int) -> np.ndarray:
+        """Per core: False only if no gap can hold ``duration`` (per core, or one for all)."""
         level = np.maximum(self._level(duration), 0)
-        return (duration == 0) | (self.latest[self._rows, level] >= ready + duration)
+        latest = (
+            self.latest[:, int(level)] if np.ndim(level) == 0 else self.latest[self._rows, level]
+        )
+        return (duration == 0) | (latest >= ready + duration)
 
     def earliest(self, core: int, ready: int, duration: int, latest_start: int) -> int | None:
         """Earliest start in ``[ready, latest_start]`` of a gap that holds ``duration > 0``."""
@@ -261,14 +323,20 @@ def _peft_pass(
     problem: LatencyProblem,
     order: list[int],
     table: np.ndarray,
-    rows: TransferRows,
+    rows: HopTransferRows,
     reservations: Reservations,
     counters: _Counters,
 ) -> Schedule | int:
-    """Place every task of ``order``; return the schedule, or the first task that fits no core."""
+    """Place every task of ``order``; return the schedule, or the first task that fits no core.
+
+    On homogeneous cores a task's duration and OCT row are constants and are used
+    as scalars (the same sums, fewer ``O(P)`` array operations).
+    """
     graph, target = problem.graph, problem.target
     cores = target.cores
     work = _work(graph, cores)
+    uniform = graph.core_cost is None
+    costs, column = graph.cost.tolist(), table[:, 0].tolist()
     core = np.full(graph.num_tasks, -1, dtype=np.int64)
     start = np.zeros(graph.num_tasks, dtype=np.int64)
     finish = np.zeros(graph.num_tasks, dtype=np.int64)
@@ -280,9 +348,9 @@ def _peft_pass(
         if not eligible.any():
             return task
         counters.candidate_checks += int(np.count_nonzero(eligible))
-        duration = work[task]
-        optimistic = table[task]
-        ready = data_ready_ns(graph, task, core, finish, rows, cores)
+        duration: np.ndarray | int = costs[task] if uniform else work[task]
+        optimistic: np.ndarray | int = column[task] if uniform else table[task]
+        ready = rows.data_ready(graph, task, core, finish)
         begin = timelines.append_starts(ready)
         total = np.where(eligible, begin + duration + optimistic, _NEVER)
         # Appending is exact where the core is free by `ready`; elsewhere a gap may
@@ -293,14 +361,23 @@ def _peft_pass(
         gappy = np.flatnonzero(gappy & gaps.may_fit(ready, duration))
         if gappy.size:
             counters.gap_searches += _search_gaps(
-                timelines, gaps, gappy, ready, duration, optimistic, bound, begin, total
+                timelines,
+                gaps,
+                gappy,
+                ready,
+                np.broadcast_to(duration, (cores,)),
+                np.broadcast_to(optimistic, (cores,)),
+                bound,
+                begin,
+                total,
             )
         best = total.min()
         tied = np.flatnonzero(total == best)
-        chosen = int(tied[np.argmin(begin[tied] + duration[tied])])
+        length = np.broadcast_to(duration, (cores,))
+        chosen = int(tied[np.argmin(begin[tied] + length[tied])])
         core[task] = chosen
         start[task] = begin[chosen]
-        finish[task] = begin[chosen] + duration[chosen]
+        finish[task] = begin[chosen] + length[chosen]
         gaps.occupy(chosen, int(start[task]), int(finish[task]), int(timelines.last_finish[chosen]))
         timelines.place(chosen, task, int(start[task]), int(finish[task]))
         reservations.add(task, chosen)

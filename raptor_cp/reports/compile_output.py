@@ -67,7 +67,7 @@ def _write_latency(result: LatencyResult, out: Path, plot: bool) -> list[str]:
 
 def _write_exchange(admission: ExchangeAdmission, staging: Path) -> list[str]:
     """The admitted (or, on failure, the closest) plan and the admission report."""
-    from raptor_cp.exchange.plan import write_plan
+    from raptor_cp.exchange.plan_json import write_plan
     from raptor_cp.reports.exchange_admission import admission_report
 
     files = []

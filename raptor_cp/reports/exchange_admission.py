@@ -1,9 +1,10 @@
 """The ``reports/exchange_admission.json`` document of an admission run (formatting only).
 
 Every candidate of `raptor_cp.exchange.admission.Admission` with its estimate,
-exact table size, estimate error per phase, furthest stage and decision; the
-limits and each storage-penalty attempt. Deterministic: no wall times, and
-candidates in (label, key) order.
+exact table size, largest phase in fragments, estimate error per phase,
+furthest stage and decision; the limits, each storage-penalty attempt and the
+exhaustion fallback. Deterministic: no wall times, and candidates in (label,
+key) order. The fields are listed in docs/exchange.md ("Command line").
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ def admission_report(state: Admission) -> dict[str, object]:
                 "tile_budget": record.tile_budget,
                 "execution_ns": record.execution_ns,
                 "fragments": record.fragments,
+                "largest_phase": {
+                    "phase": record.largest_phase[0],
+                    "fragments": record.largest_phase[1],
+                },
                 "estimate_bytes": record.estimate_bytes,
                 "estimate_unshared_bytes": record.estimate_unshared_bytes,
                 "exact_bytes": None if exact is None else exact.exact_bytes,
@@ -57,6 +62,7 @@ def admission_report(state: Admission) -> dict[str, object]:
             "exchange_schedule_finalists": state.limits.exchange_schedule_finalists,
             "fragment_limit": state.limits.fragment_limit,
             "penalties_ns_per_byte": list(state.limits.penalties),
+            "exhaustive": state.limits.exhaustive,
         },
         "selected": state.selected,
         "closest": closest,
@@ -67,12 +73,22 @@ def admission_report(state: Admission) -> dict[str, object]:
                 "exchange_schedule_finalists": a.exchange_schedule_finalists,
                 "placements_run": a.placements_run,
                 "encodings_run": a.encodings_run,
+                "over_fragment_limit": a.over_fragment_limit,
                 "admitted": a.admitted,
                 "selected": a.selected,
                 "note": a.note,
             }
             for a in state.attempts
         ],
+        "exhaustion": None
+        if state.exhaustion is None
+        else {
+            "placements_run": state.exhaustion.placements_run,
+            "encodings_run": state.exhaustion.encodings_run,
+            "encoded": state.exhaustion.encoded,
+            "selected": state.exhaustion.selected,
+            "note": state.exhaustion.note,
+        },
         "candidates": candidates,
     }
 

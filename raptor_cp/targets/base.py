@@ -15,7 +15,8 @@ config (ARCHITECTURE.md, "Hardware semantics live only in a target adapter"):
   compiled for the chip (`InstructionFrontend`), or None.
 * `SchedulingTarget.exchange`: the target as a bulk-synchronous tile machine
   (`ExchangeTarget`: transfer length limit, tile memory, superstep timing,
-  tile- and block-budget variants) for exchange planning, or None.
+  tile- and block-budget variants, whole-chip hop and transfer tables) for
+  exchange planning and list schedulers' transfer tables, or None.
 
 An optional capability a target lacks is answered with None; a caller that
 cannot go on without it raises `raptor_cp.errors.CapabilityUnavailableError`.
@@ -29,6 +30,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    import numpy as np
 
     from raptor_cp.periodic.steps import Step
 
@@ -312,4 +315,12 @@ class ExchangeTarget(SchedulingTarget, Protocol):
 
     def cost_key(self) -> Hashable:
         """What prices work and memory: equal keys and block budgets lower to equal graphs."""
+        ...
+
+    def hop_matrix(self) -> np.ndarray:
+        """`hops` of every pair of tiles as one ``(P, P)`` int64 array (all-to-all: 0 or 1)."""
+        ...
+
+    def transfer_matrix_ns(self, nbytes: int) -> np.ndarray:
+        """`transfer_ns` of every pair of tiles for ``nbytes`` as one ``(P, P)`` int64 array."""
         ...

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from raptor_cp.errors import InvalidConfigError, InvalidInstanceError
 from raptor_cp.targets.base import (
     FixedWork,
@@ -286,6 +288,14 @@ class IpuTarget:
     def cost_key(self) -> IpuChip:
         """The chip's facts: they price every task; the block budget is `block_bytes`."""
         return self.chip
+
+    def hop_matrix(self) -> np.ndarray:
+        """`hops` of every pair of tiles as one ``(P, P)`` array."""
+        return 1 - np.eye(self.chip.tiles, dtype=np.int64)
+
+    def transfer_matrix_ns(self, nbytes: int) -> np.ndarray:
+        """`transfer_ns` of every pair of tiles as one ``(P, P)`` array."""
+        return self.hop_matrix() * self.superstep_ns(0, nbytes)
 
     def describe(self) -> dict[str, object]:
         c = self.chip
