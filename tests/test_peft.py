@@ -38,10 +38,10 @@ class MeshTarget(GenericTarget):
         (r1, c1), (r2, c2) = divmod(src, self.columns), divmod(dst, self.columns)
         return abs(r1 - r2) + abs(c1 - c2)
 
-    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+    def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
         return 0 if src == dst else 3 * self.hops(src, dst) + nbytes
 
-    def mean_transfer_ns(self, nbytes: int) -> int:
+    def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         pairs = [(a, b) for a in range(self.cores) for b in range(self.cores) if a != b]
         return math.ceil(sum(self.transfer_ns(a, b, nbytes) for a, b in pairs) / len(pairs))
 
@@ -50,10 +50,10 @@ class MeshTarget(GenericTarget):
 class UphillTarget(GenericTarget):
     """Sending to a higher core id costs double: transfers do not follow hop distance."""
 
-    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+    def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
         return 0 if src == dst else nbytes * (2 if dst > src else 1)
 
-    def mean_transfer_ns(self, nbytes: int) -> int:
+    def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         return math.ceil(1.5 * nbytes)
 
 
