@@ -119,7 +119,7 @@ class PipelineRealization:
     tasks:
         ``tasks[c][i]``: the task ids step ``i`` of core ``c`` realizes (a compute
         run's tasks, a transfer's producer and consumer, a store's producer, a
-        wait's or signal's first task; FREE signals at entry: empty).
+        wait's or signal's first task; release-tree steps at entry: empty).
     """
 
     cores: list[list[Step]]
@@ -129,6 +129,34 @@ class PipelineRealization:
         """Steps per kind over all cores (sorted kind names)."""
         tally = Counter(type(s).__name__.lower() for steps in self.cores for s in steps)
         return dict(sorted(tally.items()))
+
+
+@dataclass(frozen=True)
+class _Register:
+    """An event register before allocation: its role and the stage it concerns."""
+
+    role: str
+    stage: int
+
+
+@dataclass(frozen=True)
+class _PendingWait:
+    """A WAIT on a register not allocated yet."""
+
+    register: _Register
+    count: int
+
+
+@dataclass(frozen=True)
+class _PendingSignal:
+    """A SIGNAL to ``core``'s register not allocated yet."""
+
+    core: int
+    register: _Register
+
+
+Item = tuple[tuple[int, ...], Step | _PendingWait | _PendingSignal, tuple[int, ...]]
+"""A program entry before sorting: (sort key, step, tasks it realizes)."""
 
 
 def task_ranks(graph: ComputeGraph, schedule: Schedule, task_stage: np.ndarray) -> np.ndarray:
@@ -221,39 +249,11 @@ def realize_pipeline(
         entries.sort(key=lambda item: item[0])
     cores: list[list[Step]] = []
     tasks: list[list[tuple[int, ...]]] = []
-    for entries in allocate_registers(items, registers):
+    for entries in _allocate_registers(items, registers):
         steps, owners = _merge_compute(entries)
         cores.append(steps)
         tasks.append(owners)
     return PipelineRealization(cores, tasks)
-
-
-@dataclass(frozen=True)
-class _Register:
-    """An event register before allocation: its role and the stage it concerns."""
-
-    role: str
-    stage: int
-
-
-@dataclass(frozen=True)
-class _PendingWait:
-    """A WAIT on a register not allocated yet."""
-
-    register: _Register
-    count: int
-
-
-@dataclass(frozen=True)
-class _PendingSignal:
-    """A SIGNAL to ``core``'s register not allocated yet."""
-
-    core: int
-    register: _Register
-
-
-Item = tuple[tuple[int, ...], Step | _PendingWait | _PendingSignal, tuple[int, ...]]
-"""A program entry before sorting: (sort key, step, tasks it realizes)."""
 
 
 class _Boundary:
@@ -336,7 +336,7 @@ def _release_tree(
             items[r].append(((-1, _ENTRY, s, 2, p), _PendingSignal(p, _Register(FREE, t)), ()))
 
 
-def allocate_registers(items: list[list[Item]], registers: int | None) -> list[list[Item]]:
+def _allocate_registers(items: list[list[Item]], registers: int | None) -> list[list[Item]]:
     """Replace register keys by event registers, allocated per core in program order.
 
     A core's registers are numbered in the order its program first waits on each
