@@ -190,8 +190,8 @@ def test_sub_byte_payloads_are_analyzable_but_rejected_by_pim_communication_lowe
     target = resolve_target("arch-a")
     workload = _transpose_workload(bits=4)
     graph = lower(workload, target, lanes=2)
-    # 4-bit lanes of 2 rows x 6 = 48 bits = 6 B; rounding the row to 3 B first also
-    # gives 6 here, but the edges carry the exact 4-bit payload width.
+    # The graph keeps the 4-bit payload width (sizes are rounded once per fragment,
+    # test_lowering pins that); PIM communication lowering then refuses it.
     assert set(graph.payload_bits.tolist()) == {4}
     plan = initial_pipeline(graph, target, 2).plan
     stage = plan.task_stage(graph.num_tasks)
