@@ -32,6 +32,16 @@ class CapabilityUnavailableError(InvalidConfigError):
         self.capability = capability
 
 
+class TimingUnavailableError(RaptorError):
+    """The periodic model cannot time a program: the diagnostic reports ``unavailable``.
+
+    Raised when the target has no complete phase timing, a time lies outside the
+    supported numeric range, or a form is not supported by the target's
+    communication lowering (scheduling.md, "Periodic dependency diagnostics").
+    Diagnostics turn it into an explicit ``unavailable`` report, not an error.
+    """
+
+
 class InvalidInstanceError(RaptorError):
     """A graph or problem violates a structural rule (cycle, negative cost, oversized task)."""
 

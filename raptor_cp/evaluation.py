@@ -119,11 +119,12 @@ def edge_delays(problem: LatencyProblem, core: np.ndarray) -> np.ndarray:
     cross = np.flatnonzero(src_core != dst_core)
     delay = np.zeros(graph.num_edges, dtype=np.int64)
     delay[cross] = [
-        target.transfer_ns(a, b, nbytes)
-        for a, b, nbytes in zip(
+        target.transfer_ns(a, b, nbytes, direct)
+        for a, b, nbytes, direct in zip(
             src_core[cross].tolist(),
             dst_core[cross].tolist(),
             graph.edge_bytes[cross].tolist(),
+            graph.edge_direct[cross].tolist(),
             strict=True,
         )
     ]

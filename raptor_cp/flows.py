@@ -283,10 +283,11 @@ def compile_pipeline(
         from raptor_cp.pipeline.diagnostics import pipeline_periodic
 
         document = pipeline_periodic(plan, prepared.graph, prepared.target, prepared.model, depth)
-        progress(
-            "periodic",
-            f"recurrence {document['recurrence']['status']}, queue {document['queue']['status']}",
-        )
+        if document["status"] == "unavailable":
+            progress("periodic", f"unavailable: {document['reason']}")
+        else:
+            recurrence, queue = document["recurrence"]["status"], document["queue"]["status"]
+            progress("periodic", f"recurrence {recurrence}, queue {queue}")
     return PipelineResult(prepared, problem, solution, document)
 
 

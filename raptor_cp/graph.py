@@ -4,6 +4,19 @@ Tasks have integer ids ``0..T-1``; dependencies are parallel numpy arrays; costs
 are integer nanoseconds already priced by a target; resident weights are integer
 ids with a size in weight slots. Successor/predecessor CSR views are built once
 and cached.
+
+Two cost quantities are kept apart (scheduling-implementation.md, "Priorities,
+placement, and recovery limits"): ``cost`` is the *physical* estimate that PEFT,
+placement, evaluation and the periodic realization use; ``nominal_cost`` is the
+*nominal* priority that partitioning and packing use, where a transpose counts
+as one bulk move. They must not be substituted for one another.
+
+Beyond the dependencies, lowering records what the memory and communication
+models need: each task's output fragment (``output_bytes``, its publication) and
+element width (``payload_bits``), what kind of read each edge is (``edge_kind``:
+a receive directly into assembly storage, a scalar projection), the operator
+type of every operation, and the baseline global-memory requests of function
+inputs, constants and outputs (`BaselineMemory`).
 """
 
 from __future__ import annotations
@@ -21,6 +34,51 @@ def _int_array(values: object) -> np.ndarray:
     array = np.asarray(values, dtype=np.int64)
     array.setflags(write=False)
     return array
+
+
+PLAIN = 0
+"""`ComputeGraph.edge_kind`: an exact projection of the producer's fragment."""
+DIRECT_RECEIVE = 1
+"""`ComputeGraph.edge_kind`: the producer's whole fragment, received directly into the
+consumer's assembly storage; transfers omit its endpoint-memory charges."""
+SCALAR_PROJECTION = 2
+"""`ComputeGraph.edge_kind`: a scalar-index projection of the fragment (one source run);
+a cross-stage read keeps its own store, rounded per contiguous source run."""
+
+
+def _bool_array(values: object) -> np.ndarray:
+    array = np.asarray(values, dtype=bool)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class BaselineMemory:
+    """Global-memory requests of function inputs, constants and outputs, per inference.
+
+    Request ``i`` is made by task ``task[i]`` for ``nbytes[i]`` bytes, a write
+    (an output store) when ``write[i]``, else a read (an input or constant load).
+    The seeds' separate baseline estimate (scheduling.md, "Costs and
+    interpretation"): approximate before placement, bufferization, aliasing and
+    load folding; its positions in the program are not modelled.
+    """
+
+    task: np.ndarray
+    nbytes: np.ndarray
+    write: np.ndarray
+
+    def __post_init__(self) -> None:
+        for attr in ("task", "nbytes"):
+            object.__setattr__(self, attr, _int_array(getattr(self, attr)))
+        object.__setattr__(self, "write", _bool_array(self.write))
+
+    @classmethod
+    def empty(cls) -> BaselineMemory:
+        return cls(np.zeros(0), np.zeros(0), np.zeros(0))
+
+    @property
+    def requests(self) -> int:
+        return int(self.task.shape[0])
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +102,21 @@ class ComputeGraph:
     core_cost:
         Optional ``(T, P)`` matrix of per-core costs for heterogeneous research
         instances; when given it overrides ``cost``.
+    nominal_cost:
+        Per-task nominal priority for partitioning and packing (default ``cost``).
+    edge_kind:
+        Per edge, `PLAIN`, `DIRECT_RECEIVE` or `SCALAR_PROJECTION` (default all
+        `PLAIN`).
+    output_bytes:
+        Per task, bytes of its output fragment (its publication); -1 for a task
+        whose output size is unknown (a given-cost TASK) and None when no size is
+        known (hand-made graphs): those are estimated from consumer reads.
+    payload_bits:
+        Per task, bits per element of its output (default 8: byte payloads).
+    operation_types:
+        Operator type of each operation (``Softmax``, ``OP_CONV``...; default "").
+    baseline:
+        Global-memory requests of function inputs, constants and outputs.
     """
 
     names: tuple[str, ...]
@@ -59,6 +132,12 @@ class ComputeGraph:
     operation_names: tuple[str, ...] = ()
     core_cost: np.ndarray | None = None
     name: str = "graph"
+    nominal_cost: np.ndarray | None = None
+    edge_kind: np.ndarray | None = None
+    output_bytes: np.ndarray | None = None
+    payload_bits: np.ndarray | None = None
+    operation_types: tuple[str, ...] = ()
+    baseline: BaselineMemory = field(default_factory=BaselineMemory.empty)
 
     def __post_init__(self) -> None:
         for attr in ("cost", "edge_src", "edge_dst", "edge_bytes", "weight_size"):
@@ -76,6 +155,16 @@ class ComputeGraph:
         )
         if self.core_cost is not None:
             object.__setattr__(self, "core_cost", _int_array(self.core_cost))
+        nominal = self.cost if self.nominal_cost is None else self.nominal_cost
+        object.__setattr__(self, "nominal_cost", _int_array(nominal))
+        kinds = np.zeros(self.edge_src.shape) if self.edge_kind is None else self.edge_kind
+        object.__setattr__(self, "edge_kind", _int_array(kinds))
+        if self.output_bytes is not None:
+            object.__setattr__(self, "output_bytes", _int_array(self.output_bytes))
+        bits = np.full(n, 8) if self.payload_bits is None else self.payload_bits
+        object.__setattr__(self, "payload_bits", _int_array(bits))
+        if not self.operation_types:
+            object.__setattr__(self, "operation_types", tuple("" for _ in self.operation_names))
 
     # -- sizes ---------------------------------------------------------------
 
@@ -98,6 +187,15 @@ class ComputeGraph:
         if self.core_cost is not None:
             return int(self.core_cost[task, core])
         return int(self.cost[task])
+
+    @property
+    def edge_direct(self) -> np.ndarray:
+        """Mask of the edges received directly into assembly storage."""
+        return self.edge_kind == DIRECT_RECEIVE
+
+    def operation_type(self, task: int) -> str:
+        """The operator type of ``task``'s operation."""
+        return self.operation_types[int(self.operation[task])]
 
     def min_cost(self) -> np.ndarray:
         """Per-task cost on its fastest core (for lower bounds)."""
@@ -187,9 +285,33 @@ class ComputeGraph:
             raise InvalidInstanceError(
                 f"{self.name}: dependency cycle through task {self.names[t]!r} (self-loop)"
             )
-        for attr in ("operation", "lane"):
+        for attr in ("operation", "lane", "nominal_cost", "payload_bits"):
             if getattr(self, attr).shape != (n,):
                 raise InvalidInstanceError(f"{self.name}: {attr} array does not have {n} entries")
+        if self.output_bytes is not None and self.output_bytes.shape != (n,):
+            raise InvalidInstanceError(f"{self.name}: output_bytes array does not have {n} entries")
+        if self.edge_kind.shape != self.edge_src.shape:
+            raise InvalidInstanceError(f"{self.name}: edge_kind does not have one entry per edge")
+        bad = np.flatnonzero((self.edge_kind < PLAIN) | (self.edge_kind > SCALAR_PROJECTION))
+        if bad.size:
+            raise InvalidInstanceError(
+                f"{self.name}: edge {int(bad[0])} has unknown kind {int(self.edge_kind[bad[0]])}"
+            )
+        if len(self.operation_types) != len(self.operation_names):
+            raise InvalidInstanceError(
+                f"{self.name}: {len(self.operation_types)} operation types for "
+                f"{len(self.operation_names)} operations"
+            )
+        base = self.baseline
+        if not base.task.shape == base.nbytes.shape == base.write.shape:
+            raise InvalidInstanceError(f"{self.name}: baseline request arrays differ in length")
+        bad = np.flatnonzero((base.task < 0) | (base.task >= n) | (base.nbytes < 0))
+        if bad.size:
+            i = int(bad[0])
+            raise InvalidInstanceError(
+                f"{self.name}: baseline request {i} has task {int(base.task[i])} and "
+                f"{int(base.nbytes[i])} bytes (tasks are 0..{n - 1}, bytes >= 0)"
+            )
         if self.core_cost is not None and (
             self.core_cost.ndim != 2 or self.core_cost.shape[0] != n
         ):

@@ -41,10 +41,10 @@ class SlotsTarget(GenericTarget):
 class LineTarget(GenericTarget):
     """Cores on a line; a transfer costs ``bytes * hops`` (depends on the core pair)."""
 
-    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+    def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
         return nbytes * abs(src - dst)
 
-    def mean_transfer_ns(self, nbytes: int) -> int:
+    def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         pairs = [(a, b) for a in range(self.num_cores) for b in range(self.num_cores) if a != b]
         return math.ceil(nbytes * sum(abs(a - b) for a, b in pairs) / max(len(pairs), 1))
 

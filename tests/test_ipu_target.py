@@ -20,7 +20,6 @@ from raptor_cp.problems.latency import check_schedule
 from raptor_cp.targets.base import (
     FixedWork,
     MatrixWork,
-    ProtocolStepTiming,
     SchedulingTarget,
     VectorWork,
 )
@@ -69,11 +68,10 @@ def test_ipu_target_satisfies_the_protocol(mk2: IpuTarget) -> None:
     assert isinstance(mk2, SchedulingTarget)
 
 
-def test_ipu_step_timing_is_whole_transfers_without_warnings(mk2: IpuTarget) -> None:
-    timing = mk2.step_timing()
-    assert isinstance(timing, ProtocolStepTiming)
+def test_ipu_has_no_step_timing_and_no_warnings(mk2: IpuTarget) -> None:
+    assert mk2.step_timing() is None
     # One sync (90 cycles) plus 100 B at 4 B/cycle (25 cycles) at 1.85 GHz: ceil(62.2) = 63 ns.
-    assert (timing.data_ns(0, 1, 100), timing.control_ns(0, 1)) == (63, 0)
+    assert mk2.transfer_ns(0, 1, 100) == 63
     assert mk2.warnings == ()
 
 

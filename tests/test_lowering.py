@@ -202,8 +202,9 @@ def test_three_row_slices_are_summed_by_a_reduction_task() -> None:
 
 def test_column_blocks_publish_their_share_of_each_row() -> None:
     # 5 output columns need 3 crossbars but a core holds 2: blocks of 4 and 1 columns
-    # (2 and 1 crossbars). A 4-bit output row of 5 ch x 3 cols is ceil(7.5) = 8 B;
-    # block shares ceil(8*4/5) = 7 B and ceil(8*1/5) = 2 B.
+    # (2 and 1 crossbars). A 4-bit output row of 5 ch x 3 cols is 60 bits; block shares
+    # are ceil(60*4/5) = 48 bits = 6 B and 12 bits -> 2 B, rounded to bytes once per
+    # fragment (rounding the row to 8 B first gave 7 B: sub-byte payloads stay exact).
     workload = Workload(
         "blocks",
         (
@@ -222,11 +223,13 @@ def test_column_blocks_publish_their_share_of_each_row() -> None:
     assert graph.weight_size.tolist() == [2, 1]
     assert graph.task_weights == ((0,), (1,), (0,), (1,), (), ())
     assert edges(graph) == [
-        ("conv/l0/ag0.0", "relu/l0", 7),
+        ("conv/l0/ag0.0", "relu/l0", 6),
         ("conv/l0/ag0.1", "relu/l0", 2),
-        ("conv/l1/ag0.0", "relu/l1", 7),
+        ("conv/l1/ag0.0", "relu/l1", 6),
         ("conv/l1/ag0.1", "relu/l1", 2),
     ]
+    assert graph.payload_bits.tolist() == [4] * 6
+    assert graph.output_bytes.tolist() == [6, 2, 6, 2, 8, 8]
 
 
 def test_views_collapse_onto_their_sources() -> None:

@@ -418,3 +418,52 @@ def test_shape_inference_failure_is_one_line(tmp_path: pathlib.Path) -> None:
     pattern = f"^{re.escape(f'{path}: shape inference failed (')}[^\n]*node name: add[^\n]*\\)$"
     with pytest.raises(InvalidInputError, match=pattern):
         read_onnx(path)
+
+
+def test_vit_transposes_concat_and_class_token_gather_are_costed_as_the_seeds_say() -> None:
+    names = read_onnx(_model_path("vit_b16_1layer")).by_name()
+    # The class-token Concat copies blocks (the seeds) instead of being a free view; it
+    # joins the constant token and the patches along the lane (token) axis: the patch
+    # rows are shifted by the one constant row.
+    cat = names["/Concat_1"]
+    assert (cat.kind, cat.axis, cat.move_shapes) == (
+        OpKind.CONCAT, 1, ((1, 1, 768), (1, 196, 768))
+    )  # fmt: skip
+    assert cat.windows == (RowWindow(WindowKind.SLIDING, pad=1),)
+    assert cat.constants == ((1, 1, 768),)
+    transposes = collections.Counter(op.kind for op in names.values() if op.op_type == "Transpose")
+    # Seven move data (the patch embedding's (1, 768, 196) -> (1, 196, 768) among them);
+    # attention's (1, 197, 768) <-> (197, 1, 768) only moves a unit dimension: two views.
+    assert transposes == {OpKind.TRANSPOSE: 7, OpKind.VIEW: 2}
+    # The final Gather takes token 0 only: a scalar projection, not every row.
+    gather = names["/Gather"]
+    assert (gather.kind, gather.windows) == (
+        OpKind.VIEW, (RowWindow(WindowKind.SLIDING, stride=0, pad=0),)
+    )  # fmt: skip
+
+
+def test_constants_other_than_the_weight_are_recorded(tmp_path: pathlib.Path) -> None:
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "cb"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Mul", ["c", "scale"], ["y"], name="scale"),
+    ]
+    inits = [_weight("w", (4, 3, 3, 3)), _weight("cb", (4,)), _weight("scale", (1, 4, 1, 1))]
+    path = _save(tmp_path / "k.onnx", nodes, [_float("x", [1, 3, 8, 8])], [_float("y")], inits)
+    ops = read_onnx(path).by_name()
+    assert ops["conv"].constants == ((4,),)
+    assert ops["scale"].constants == ((1, 4, 1, 1),)
+
+
+def test_a_transpose_of_unit_dimensions_stays_a_free_view(tmp_path: pathlib.Path) -> None:
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Transpose", ["r"], ["t"], name="swap", perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["r"], ["u"], name="unit", perm=[1, 0, 2, 3]),
+        helper.make_node("Add", ["t", "t"], ["y"], name="add"),
+        helper.make_node("Relu", ["u"], ["z"], name="relu2"),
+    ]
+    shape = [1, 2, 4, 8]
+    path = _save(tmp_path / "t.onnx", nodes, [_float("x", shape)], [_float("y"), _float("z")])
+    ops = read_onnx(path).by_name()
+    assert (ops["swap"].kind, ops["swap"].perm) == (OpKind.TRANSPOSE, (0, 2, 1, 3))
+    assert ops["unit"].kind is OpKind.VIEW

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -14,7 +14,7 @@ import pytest
 from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.evaluation import evaluate
-from raptor_cp.graph import ComputeGraph
+from raptor_cp.graph import DIRECT_RECEIVE, ComputeGraph
 from raptor_cp.heuristics.list_common import data_ready_ns
 from raptor_cp.heuristics.peft import HopTransferRows, PeftScheduler, optimistic_cost_table
 from raptor_cp.problems import LatencyProblem, Status
@@ -40,10 +40,10 @@ class MeshTarget(GenericTarget):
         (r1, c1), (r2, c2) = divmod(src, self.columns), divmod(dst, self.columns)
         return abs(r1 - r2) + abs(c1 - c2)
 
-    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+    def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
         return 0 if src == dst else 3 * self.hops(src, dst) + nbytes
 
-    def mean_transfer_ns(self, nbytes: int) -> int:
+    def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         pairs = [(a, b) for a in range(self.cores) for b in range(self.cores) if a != b]
         return math.ceil(sum(self.transfer_ns(a, b, nbytes) for a, b in pairs) / len(pairs))
 
@@ -52,10 +52,10 @@ class MeshTarget(GenericTarget):
 class UphillTarget(GenericTarget):
     """Sending to a higher core id costs double: transfers do not follow hop distance."""
 
-    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+    def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
         return 0 if src == dst else nbytes * (2 if dst > src else 1)
 
-    def mean_transfer_ns(self, nbytes: int) -> int:
+    def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         return math.ceil(1.5 * nbytes)
 
 
@@ -243,14 +243,29 @@ def test_transfer_rows_use_hop_tables_only_when_the_target_allows() -> None:
             assert rows.row(src, 7).tolist() == expected
 
 
-def test_two_class_data_ready_times_equal_the_per_edge_maxima() -> None:
+@dataclass(frozen=True)
+class DirectCheaperIpu(IpuTarget):
+    """An IPU whose direct receives (into assembly storage) cost half: direct must be honoured."""
+
+    def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
+        full = super().transfer_ns(src, dst, nbytes)
+        return full // 2 if direct else full
+
+
+@pytest.mark.parametrize("direct_share", [0.0, 0.5])
+def test_two_class_data_ready_times_equal_the_per_edge_maxima(direct_share: float) -> None:
     # An IPU (distance 0 on the tile, 1 elsewhere): the O(k + P) data-ready times
-    # equal the per-edge maxima over transfer rows, wherever the predecessors are.
-    target = IpuTarget.preset("ipu-mk2").with_tiles(6)
+    # equal the per-edge maxima over transfer rows, wherever the predecessors are,
+    # with direct receives priced as such.
+    small = IpuTarget.preset("ipu-mk2").with_tiles(6)
+    target = DirectCheaperIpu(small.chip, small.name)
     rows = HopTransferRows(target)
     assert rows.two_classes
     graph = layered_graph(3, 60, 6)
     rng = np.random.default_rng(3)
+    kinds = np.where(rng.random(graph.num_edges) < direct_share, DIRECT_RECEIVE, 0)
+    graph = replace(graph, edge_kind=kinds)
+    assert graph.edge_direct.any() == (direct_share > 0)
     for _ in range(20):
         core = rng.integers(0, 6, size=graph.num_tasks)
         finish = rng.integers(0, 500, size=graph.num_tasks)

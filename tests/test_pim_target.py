@@ -111,12 +111,28 @@ def test_three_operands_cost_two_binary_ops(pimsim64: PimTarget) -> None:
     assert pimsim64.execution_ns(VectorWork(elements=100, operands=3, bits=8)) == 2 * 34
 
 
-def test_widening_writes_at_the_same_width_when_obiw_is_bits(pimsim64: PimTarget) -> None:
-    # 100 16-bit elements = 200 B: ceil(200 / 64) = 4 accesses = 4 ns per read, twice = 8
-    # compute 7 * 4 = 28 ns; write 200 B = 4 ns (out_B = in_B = 2) -> 40 ns either way
-    widening = VectorWork(elements=100, operands=2, bits=16, widening=True)
-    plain = VectorWork(elements=100, operands=2, bits=16)
-    assert (pimsim64.execution_ns(widening), pimsim64.execution_ns(plain)) == (40, 40)
+def test_vector_writeback_uses_the_output_width_it_is_given(pimsim64: PimTarget) -> None:
+    # 100 8-bit elements: reads 100 B = 2 accesses = 2 ns each, twice = 4; compute 7 * 4 =
+    # 28 ns. Written at 16 bits (obiw, a widening op) 200 B = 4 accesses = 4 ns: 36 ns;
+    # at the input width 100 B = 2 ns: 34 ns (the oracle's VectorUnit width rule).
+    widening = VectorWork(elements=100, operands=2, bits=8, output_bits=16)
+    plain = VectorWork(elements=100, operands=2, bits=8)
+    assert (pimsim64.execution_ns(widening), pimsim64.execution_ns(plain)) == (36, 34)
+
+
+def test_zero_width_vector_work_moves_no_bytes(pimsim64: PimTarget) -> None:
+    # pimsim-nn before any setbw: widths 0, only the 7 compute steps of 4 ns remain.
+    assert pimsim64.execution_ns(VectorWork(elements=100, operands=2, bits=0)) == 28
+
+
+def test_matrix_work_reads_at_the_input_width_and_writes_at_the_output_width(
+    pimsim64: PimTarget,
+) -> None:
+    same = pimsim64.execution_ns(MatrixWork(1, 128, 128, 1, 8))
+    wide_out = pimsim64.execution_ns(MatrixWork(1, 128, 128, 1, 8, input_bits=8, output_bits=16))
+    wide_in = pimsim64.execution_ns(MatrixWork(1, 128, 128, 1, 8, input_bits=16, output_bits=8))
+    assert same < wide_out < wide_in  # twice the write-back; twice the reads and DAC steps
+    assert pimsim64.execution_ns(MatrixWork(1, 128, 128, 1, 8, 8, 8)) == same
 
 
 def test_fixed_work_costs_its_ns(pimsim64: PimTarget) -> None:

@@ -139,7 +139,7 @@ def test_providers_out_of_order_are_sorted(tmp_path: Path) -> None:
     assert [op.name for op in workload.operations] == ["x", "conv", "relu"]
 
 
-def test_clip_concat_shuffle_map_to_vector_and_views(tmp_path: Path) -> None:
+def test_clip_is_vector_concat_copies_blocks_and_shuffle_is_a_view(tmp_path: Path) -> None:
     path = small(
         tmp_path,
         node("clip", "OP_CLIP", [1, 4, 8, 8], ("conv",), param={"min": 0, "max": 6}),
@@ -149,8 +149,11 @@ def test_clip_concat_shuffle_map_to_vector_and_views(tmp_path: Path) -> None:
     ops = read_pimcomp(path).by_name()
     assert (ops["clip"].kind, ops["clip"].windows) == (OpKind.VECTOR, (RowWindow(WindowKind.SAME),))
     assert ops["clip"].vector_per_row == 4 * 8
-    assert ops["cat"].kind is OpKind.VIEW
-    assert ops["cat"].windows == (RowWindow(WindowKind.ALL), RowWindow(WindowKind.ALL))
+    # A channel concatenation copies one block per provider and outer row (the seeds);
+    # lanes cut H, so each provider's rows line up with the output's.
+    assert (ops["cat"].kind, ops["cat"].axis) == (OpKind.CONCAT, 1)
+    assert ops["cat"].windows == (RowWindow(WindowKind.SAME), RowWindow(WindowKind.SAME))
+    assert ops["cat"].move_shapes == ((1, 4, 8, 8), (1, 4, 8, 8))
     assert (ops["shuffle"].kind, ops["shuffle"].windows[0].kind) == (OpKind.VIEW, WindowKind.ALL)
 
 

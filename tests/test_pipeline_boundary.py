@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from raptor_cp.graph import ComputeGraph
-from raptor_cp.pipeline.boundary import boundary_demand, publication_bytes
+from raptor_cp.graph import SCALAR_PROJECTION, ComputeGraph
+from raptor_cp.pipeline.boundary import boundary_demand, controller_prices, publication_bytes
 from raptor_cp.targets.generic import GenericTarget
 from raptor_cp.targets.registry import resolve_target
 
@@ -42,20 +44,62 @@ def test_publication_size_is_the_largest_read_of_one_consumer_lane() -> None:
 
 def test_one_store_per_shared_publication_and_one_load_per_consumer_transfer() -> None:
     target = resolve_target("arch-a")
+    controller = target.step_timing()
+    assert controller is not None
     stage = np.array([0, 0, 1, 1, 1, 1, 1])
     demand = boundary_demand(_graph(), target, stage, 2)
     # A/l0 is read by three tasks of stage 1 and A/l1 by three: two publications.
     assert demand.stores == 2
     assert demand.store_bytes == 200
-    assert demand.store_ns == 2 * target.global_write_ns(100)
+    assert demand.store_ns == 2 * controller.global_write_ns(100)
     # Every cross-stage edge is one load; B -> C stays inside stage 1.
     assert demand.loads == 6
     assert demand.load_bytes == 100 + 40 + 60 + 30 + 50 + 50
-    reads = [target.global_read_ns(b) for b in (100, 40, 60, 30, 50, 50)]
+    reads = [controller.global_read_ns(b) for b in (100, 40, 60, 30, 50, 50)]
     assert demand.load_ns == sum(reads)
     assert demand.service_ns == demand.store_ns + demand.load_ns
     assert demand.stage_store_ns == (demand.store_ns, 0)
     assert demand.stage_load_ns == (0, demand.load_ns)
+
+
+def test_shared_service_is_the_memory_controller_only() -> None:
+    # The serialized term excludes the request flits and the requester's local memory
+    # (scheduling.md: the adapter supplies read/write service times): the whole-request
+    # prices the boundary used before are larger.
+    target = resolve_target("arch-a")
+    demand = boundary_demand(_graph(), target, np.array([0, 0, 1, 1, 1, 1, 1]), 2)
+    whole = 2 * target.global_write_ns(100) + sum(
+        target.global_read_ns(b) for b in (100, 40, 60, 30, 50, 50)
+    )
+    assert demand.service_ns < whole
+    read, write = controller_prices(target)
+    timing = target.step_timing()
+    assert timing is not None
+    assert (read(64), write(64)) == (timing.global_read_ns(64), timing.global_write_ns(64))
+    assert read(64) < target.global_read_ns(64)
+
+
+def test_publication_is_the_whole_source_fragment() -> None:
+    # Identity = (generation, payload type, physical source fragment): two consumers
+    # reading different rows of A/l0 share one store of A/l0's whole 256-byte fragment
+    # (before, the store was sized by the largest consumer read, 100 bytes).
+    graph = replace(_graph(), output_bytes=np.array([256, 256, 32, 32, 8, 64, 64]))
+    demand = boundary_demand(graph, resolve_target("arch-a"), np.array([0, 0, 1, 1, 1, 1, 1]), 2)
+    assert (demand.stores, demand.store_bytes) == (2, 512)
+    assert publication_bytes(graph).tolist() == [256, 256, 32, 32, 8, 64, 64]
+
+
+def test_scalar_projections_keep_separate_stores() -> None:
+    # A/l1 -> D/l0/ag0 is a scalar projection (one source run): it gets its own store of
+    # its 50 bytes beside A/l1's shared publication, and its load stays one load.
+    kind = np.zeros(len(EDGES), dtype=np.int64)
+    kind[6] = SCALAR_PROJECTION
+    graph = replace(_graph(), edge_kind=kind)
+    stage = np.array([0, 0, 1, 1, 1, 1, 1])
+    plain = boundary_demand(_graph(), resolve_target("arch-a"), stage, 2)
+    demand = boundary_demand(graph, resolve_target("arch-a"), stage, 2)
+    assert (demand.stores, demand.store_bytes) == (plain.stores + 1, plain.store_bytes + 50)
+    assert demand.loads == plain.loads
 
 
 def test_same_stage_transfers_cost_no_memory_traffic() -> None:

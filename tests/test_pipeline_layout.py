@@ -40,7 +40,7 @@ class Grid(GenericTarget):
     def capacity(self, core: int) -> int:
         return self.slots
 
-    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+    def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
         return nbytes * self.ns_per_byte * self.hops(src, dst)
 
 

@@ -12,7 +12,7 @@ from raptor_cp.exchange.planning import build_exchange_plan
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
-from raptor_cp.targets.base import ProtocolStepTiming, SchedulingTarget
+from raptor_cp.targets.base import SchedulingTarget
 from raptor_cp.targets.pim.timing import PimStepTiming
 from raptor_cp.targets.registry import resolve_target
 
@@ -20,11 +20,8 @@ ARTIFACTS = Path(__file__).parent / "data" / "pimsim_fixtures"
 
 
 @pytest.mark.parametrize("spec", ["generic:4", "ipu-mk1"])
-def test_targets_without_phase_prices_answer_protocol_step_timing(spec: str) -> None:
-    target = resolve_target(spec)
-    timing = target.step_timing()
-    assert isinstance(timing, ProtocolStepTiming)
-    assert timing.target is target
+def test_targets_without_phase_prices_have_no_step_timing(spec: str) -> None:
+    assert resolve_target(spec).step_timing() is None
 
 
 @pytest.mark.parametrize("spec", ["generic:4", "ipu-mk2"])
@@ -40,7 +37,7 @@ def test_pim_target_reads_its_instruction_artifacts() -> None:
     programs = frontend.read(ARTIFACTS / "throughput.json")
     assert (programs.source, programs.instructions) == (str(ARTIFACTS / "throughput.json"), 3)
     assert [len(steps) for steps in programs.cores] == [1, 1]
-    assert frontend.effects[0].startswith("vector ops are priced at setbw's input precision")
+    assert programs.effects == ()  # no vsoftmax, scalar issue modelled
 
 
 @pytest.mark.parametrize("spec", ["generic:4", "ipu-mk1", "arch-a"])

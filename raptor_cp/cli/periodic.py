@@ -4,23 +4,35 @@ ARTIFACT is a single-file JSON artifact or a directory of ``config.json`` and
 ``core_<id>.json`` / ``core_<id>.pim`` files (`raptor_cp.targets.pim.artifact`);
 T is a pimsim-nn target (a preset or a chip config path). The command builds
 the artifact's periodic event graph, computes the recurrence bound (maximum
-cycle ratio with a witness cycle) and runs the queue engine in both tie orders,
-then prints a summary, or with ``--json`` the whole document
+cycle ratio with a witness cycle; ``--method``: the seeds' bounded bisection by
+default, Howard's policy iteration, or ``both``, which reports Howard as the
+exact cross-check) and runs the queue engine in both tie orders, then prints a
+summary, or with ``--json`` the whole document
 (`raptor_cp.reports.periodic_report`); ``--out FILE`` also writes it.
 
+Model switches (scheduling.md, "Post-codegen instruction diagnostic"):
+``--model-network-queues/--no-model-network-queues`` (source-switch FIFOs),
+``--model-issue/--no-model-issue`` (scalar issue time; SYNC keeps its clock)
+and ``--model-memory-controller`` (adds the separate ``memory_controller``
+estimate, with the controller's FIFO).
+
 Exit status: 0 when analysed (the queue estimate may still be ``unavailable``,
-with its reason); 1 when the artifact deadlocks (a cycle of same-generation
-dependencies; the report names its events); 2 on bad input, including a WAIT
-that no SYNC ever satisfies.
+with its reason) and when the whole report is ``unavailable`` (timing outside
+the supported range); 1 when the artifact deadlocks (a cycle of
+same-generation dependencies; the report names its events); 2 on bad input,
+including a WAIT that no SYNC ever satisfies.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from raptor_cp.periodic.analysis import QueueModel
 
 
 @click.command("periodic", short_help="Recurrence and queue estimate of an instruction artifact.")
@@ -33,23 +45,50 @@ import click
 )
 @click.option(
     "--method",
-    type=click.Choice(["howard", "bisection"]),
-    default="howard",
+    type=click.Choice(["bisection", "howard", "both"]),
+    default="bisection",
     show_default=True,
-    help="Maximum-cycle-ratio method for the recurrence.",
+    help="Recurrence: the bounded bisection, Howard, or both (Howard as the cross-check).",
+)
+@click.option(
+    "--model-network-queues/--no-model-network-queues",
+    default=True,
+    show_default=True,
+    help="Model the source switches' message FIFOs.",
+)
+@click.option(
+    "--model-issue/--no-model-issue",
+    default=True,
+    show_default=True,
+    help="Charge scalar issue time (SYNC keeps its one-clock execution either way).",
+)
+@click.option(
+    "--model-memory-controller",
+    is_flag=True,
+    help="Add the memory_controller estimate: the controller serves requests in arrival order.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as one JSON object.")
 @click.option("--out", type=click.Path(path_type=Path), help="Also write the report to this file.")
 @click.pass_context
 def periodic_command(
-    ctx: click.Context, artifact: Path, target: str, method: str, as_json: bool, out: Path | None
+    ctx: click.Context,
+    artifact: Path,
+    target: str,
+    method: str,
+    model_network_queues: bool,
+    model_issue: bool,
+    model_memory_controller: bool,
+    as_json: bool,
+    out: Path | None,
 ) -> None:
     """Analyse the periodic execution of a pimsim-nn instruction ARTIFACT on a target."""
     from raptor_cp.cli.common import UserError
     from raptor_cp.errors import RaptorError
+    from raptor_cp.periodic.analysis import QueueModel
 
+    model = QueueModel(model_network_queues, model_memory_controller)
     try:
-        document = _analyse(artifact, target, method)
+        document = _analyse(artifact, target, method, model, model_issue)
         if out is not None:
             from raptor_cp.reports.output import dumps
 
@@ -64,14 +103,17 @@ def periodic_command(
     else:
         for line in summary_lines(document):
             click.echo(line)
-    ctx.exit(1 if document["recurrence"]["status"] == "deadlock" else 0)
+    deadlock = document.get("recurrence", {}).get("status") == "deadlock"
+    ctx.exit(1 if deadlock else 0)
 
 
-def _analyse(artifact: Path, spec: str, method: str) -> dict[str, Any]:
-    from raptor_cp.errors import CapabilityUnavailableError
+def _analyse(
+    artifact: Path, spec: str, method: str, model: QueueModel, model_issue: bool
+) -> dict[str, Any]:
+    from raptor_cp.errors import CapabilityUnavailableError, TimingUnavailableError
     from raptor_cp.periodic.analysis import analyse_periodic
     from raptor_cp.periodic.events import build_events
-    from raptor_cp.reports.periodic_report import periodic_document
+    from raptor_cp.reports.periodic_report import periodic_document, unavailable_document
     from raptor_cp.targets.registry import resolve_target
 
     target = resolve_target(spec)
@@ -83,16 +125,26 @@ def _analyse(artifact: Path, spec: str, method: str) -> dict[str, Any]:
             target=target.name,
             capability="instruction_frontend",
         )
-    programs = frontend.read(artifact)
-    events = build_events(
-        programs.cores, target.step_timing(), name=programs.source, origin=programs.origin
-    )
-    document = periodic_document(
-        analyse_periodic(events, method),
-        source=str(artifact),
-        target=target.name,
-        missing_effects=frontend.effects,
-    )
+    programs = frontend.read(artifact, model_issue=model_issue)
+    timing = target.step_timing()
+    try:
+        if timing is None:
+            raise TimingUnavailableError(f"target {target.name} has no complete step timing")
+        events = build_events(programs.cores, timing, name=programs.source, origin=programs.origin)
+        analysis = analyse_periodic(
+            events,
+            "bisection" if method == "both" else method,
+            cross_check=method == "both",
+            model=model,
+        )
+    except TimingUnavailableError as error:
+        document = unavailable_document(
+            str(error), source=str(artifact), target=target.name, missing_effects=programs.effects
+        )
+    else:
+        document = periodic_document(
+            analysis, source=str(artifact), target=target.name, missing_effects=programs.effects
+        )
     document["instructions"] = programs.instructions
     document["warnings"] = list(target.warnings)
     return document
@@ -104,6 +156,12 @@ def _ns(value: float | None) -> str:
 
 def summary_lines(document: dict[str, Any]) -> list[str]:
     """The human-readable summary of a periodic document."""
+    if document["status"] == "unavailable":
+        return [
+            f"{document['source']} on {document['target']}: {document['instructions']} "
+            "instructions",
+            f"unavailable: {document['reason']}",
+        ]
     recurrence = document["recurrence"]
     lines = [
         f"{document['source']} on {document['target']}: {document['instructions']} "
@@ -127,6 +185,12 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
             f"{recurrence['method']}); critical cycle of {witness['length']} dependencies "
             f"through core(s) {cores}"
         )
+    check = document.get("cross_check")
+    if check is not None:
+        verdict = "agrees" if check["agrees"] else "DISAGREES"
+        lines.append(
+            f"cross-check: {check['method']} {_ns(check['interval_ns'])} ({verdict} exactly)"
+        )
     memory = document["memory_service"]
     busiest = document["busiest_core"]
     if busiest is None:
@@ -148,6 +212,16 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
         )
     else:
         lines.append(f"queue: unavailable: {queue['reason']}")
+    controller = document.get("memory_controller")
+    if controller is not None:
+        if controller["status"] == "converged":
+            lines.append(
+                f"memory_controller: {_ns(controller['interval_ns'])} (reversed ties: "
+                f"{_ns(controller['alternative_tie_interval_ns'])}); max memory-request wait "
+                f"{controller['max_request_wait_ns']} ns"
+            )
+        else:
+            lines.append(f"memory_controller: unavailable: {controller['reason']}")
     lines.append(
         f"{len(document['missing_effects'])} missing effects listed in the report; "
         "not eligible for schedule selection"

@@ -46,7 +46,7 @@ from raptor_cp.exchange.encoder import encode_exchange
 from raptor_cp.exchange.footprint import estimate_footprint
 from raptor_cp.exchange.plan import ExchangePlan
 from raptor_cp.exchange.planning import bsp_makespan_ns, build_exchange_plan
-from raptor_cp.graph import ComputeGraph
+from raptor_cp.graph import BaselineMemory, ComputeGraph
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
 from raptor_cp.solvers import solve
@@ -71,6 +71,7 @@ def batch_graph(graph: ComputeGraph, batch: int) -> ComputeGraph:
     if batch == 1:
         return graph
     n = graph.num_tasks
+    base = graph.baseline
     offsets = np.repeat(np.arange(batch, dtype=np.int64) * n, graph.num_edges)
     return ComputeGraph(
         names=tuple(f"b{k}/{name}" for k in range(batch) for name in graph.names),
@@ -85,6 +86,17 @@ def batch_graph(graph: ComputeGraph, batch: int) -> ComputeGraph:
         lane=np.tile(graph.lane, batch),
         operation_names=graph.operation_names,
         name=f"{graph.name} x{batch}",
+        nominal_cost=np.tile(graph.nominal_cost, batch),
+        edge_kind=np.tile(graph.edge_kind, batch),
+        output_bytes=None if graph.output_bytes is None else np.tile(graph.output_bytes, batch),
+        payload_bits=np.tile(graph.payload_bits, batch),
+        operation_types=graph.operation_types,
+        baseline=BaselineMemory(
+            np.tile(base.task, batch)
+            + np.repeat(np.arange(batch, dtype=np.int64) * n, base.requests),
+            np.tile(base.nbytes, batch),
+            np.tile(base.write, batch),
+        ),
     )
 
 
@@ -92,7 +104,7 @@ def lowering_key(workload: Workload, target: ExchangeTarget, lanes: int) -> tupl
     """What `lower` uses of ``lanes`` and the block budget: equal keys, equal graphs."""
     parts: list[object] = [target.cost_key()]
     for op in workload.operations:
-        if op.kind is OpKind.VECTOR:
+        if op.kind in (OpKind.VECTOR, OpKind.TRANSPOSE, OpKind.CONCAT):
             parts.append(min(lanes, op.rows))
         elif op.kind is OpKind.WEIGHTED:
             tiling = target.weight_tiling(op.weight_height, op.weight_width, op.bits)

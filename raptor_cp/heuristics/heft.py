@@ -53,7 +53,10 @@ def upward_rank(problem: LatencyProblem) -> np.ndarray:
         work = graph.core_cost.sum(axis=1).tolist()
     else:
         work = (graph.cost * cores).tolist()
-    comm = [cores * target.mean_transfer_ns(b) for b in graph.edge_bytes.tolist()]
+    comm = [
+        cores * target.mean_transfer_ns(b, direct=d)
+        for b, d in zip(graph.edge_bytes.tolist(), graph.edge_direct.tolist(), strict=True)
+    ]
     dst = graph.edge_dst.tolist()
     rank = [0] * graph.num_tasks
     for task in reversed(graph.topological_order.tolist()):

@@ -48,7 +48,7 @@ def list_order(graph: ComputeGraph, priority: np.ndarray) -> np.ndarray:
 
 
 class TransferRows:
-    """``transfer_ns(src, p, nbytes)`` for every core ``p`` as one array, memoised.
+    """``transfer_ns(src, p, nbytes, direct)`` for every core ``p`` as one array, memoised.
 
     DNN graphs repeat a few tensor sizes, so most rows come from the cache; the
     cache is bounded so random byte counts cannot exhaust memory.
@@ -57,8 +57,8 @@ class TransferRows:
     def __init__(self, target: SchedulingTarget, cache_rows: int = 4096) -> None:
         cores = range(target.cores)
 
-        def row(src: int, nbytes: int) -> np.ndarray:
-            values = np.array([target.transfer_ns(src, p, nbytes) for p in cores], np.int64)
+        def row(src: int, nbytes: int, direct: bool = False) -> np.ndarray:
+            values = np.array([target.transfer_ns(src, p, nbytes, direct) for p in cores], np.int64)
             values.setflags(write=False)
             return values
 
@@ -80,10 +80,13 @@ def data_ready_ns(
     """
     ready = np.zeros(cores, dtype=np.int64)
     edges = graph.predecessor_edges(task)
-    for pred, nbytes in zip(
-        graph.edge_src[edges].tolist(), graph.edge_bytes[edges].tolist(), strict=True
+    for pred, nbytes, direct in zip(
+        graph.edge_src[edges].tolist(),
+        graph.edge_bytes[edges].tolist(),
+        graph.edge_direct[edges].tolist(),
+        strict=True,
     ):
-        np.maximum(ready, rows.row(int(core[pred]), nbytes) + finish[pred], out=ready)
+        np.maximum(ready, rows.row(int(core[pred]), nbytes, direct) + finish[pred], out=ready)
     return ready
 
 

@@ -140,8 +140,8 @@ class HopTransferRows(TransferRows):
         pairs = [divmod(int(i), cores) for i in first]
         position = np.searchsorted(distances, hops)
 
-        def by_distance(nbytes: int) -> np.ndarray:
-            return np.array([target.transfer_ns(a, b, nbytes) for a, b in pairs], np.int64)
+        def by_distance(nbytes: int, direct: bool = False) -> np.ndarray:
+            return np.array([target.transfer_ns(a, b, nbytes, direct) for a, b in pairs], np.int64)
 
         for nbytes in _PROBE_BYTES:
             if pair_matrix is not None:
@@ -155,8 +155,8 @@ class HopTransferRows(TransferRows):
                 return
         costs = lru_cache(maxsize=cache_sizes)(by_distance)
 
-        def row(src: int, nbytes: int) -> np.ndarray:
-            return costs(nbytes)[position[src]]
+        def row(src: int, nbytes: int, direct: bool = False) -> np.ndarray:
+            return costs(nbytes, direct)[position[src]]
 
         self.row = row
         self._costs = costs
@@ -184,7 +184,15 @@ class HopTransferRows(TransferRows):
         if not edges.size:
             return ready
         pred = graph.edge_src[edges]
-        costs = np.array([self._costs(b) for b in graph.edge_bytes[edges].tolist()], np.int64)
+        costs = np.array(
+            [
+                self._costs(b, d)
+                for b, d in zip(
+                    graph.edge_bytes[edges].tolist(), graph.edge_direct[edges].tolist(), strict=True
+                )
+            ],
+            np.int64,
+        )
         where, done = core[pred], finish[pred]
         far = done + costs[:, 1]
         best = int(np.argmax(far))
@@ -224,8 +232,11 @@ def optimistic_cost_table(graph: ComputeGraph, target: SchedulingTarget) -> np.n
                 column[task] = (column[succ] + graph.cost[succ]).max()
         return np.broadcast_to(column[:, None], (graph.num_tasks, cores))
     work = _work(graph, cores)
-    unique, inverse = np.unique(graph.edge_bytes, return_inverse=True)
-    mean_comm = np.array([target.mean_transfer_ns(int(b)) for b in unique], np.int64)[inverse]
+    keys = np.stack([graph.edge_bytes, graph.edge_direct.astype(np.int64)], axis=1)
+    unique, inverse = np.unique(keys.reshape(-1, 2), axis=0, return_inverse=True)
+    mean_comm = np.array(
+        [target.mean_transfer_ns(int(b), direct=bool(d)) for b, d in unique.tolist()], np.int64
+    )[inverse.reshape(-1)]
     table = np.zeros((graph.num_tasks, cores), dtype=np.int64)
     best_tail = np.zeros(graph.num_tasks, dtype=np.int64)
     dst = graph.edge_dst

@@ -65,6 +65,8 @@ from raptor_cp.targets.base import UNLIMITED_CAPACITY
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
 
+    from raptor_cp.graph import ComputeGraph
+
 DEFAULT_MAX_SIZE = 100_000
 """Default model-size limit (literals plus transfer terms, see the module docstring)."""
 
@@ -85,8 +87,8 @@ class LatencyModelPlan:
     max_size: int
     interchangeable_cores: bool
     capacity_limited: bool
-    delay_tables: dict[int, np.ndarray]
-    """Per distinct edge byte count, the ``P x P`` matrix of ``transfer_ns``."""
+    delay_tables: dict[tuple[int, bool], np.ndarray]
+    """Per distinct edge (byte count, direct receive), the ``P x P`` matrix of ``transfer_ns``."""
 
     @property
     def too_large(self) -> bool:
@@ -97,13 +99,19 @@ class LatencyModelPlan:
         return f"{'' if self.size_is_exact else 'at least '}{self.size} literals"
 
 
+def edge_keys(graph: ComputeGraph) -> list[tuple[int, bool]]:
+    """Per edge, what its transfer price depends on: (bytes, direct receive)."""
+    return list(zip(graph.edge_bytes.tolist(), graph.edge_direct.tolist(), strict=True))
+
+
 def plan_latency_model(
     problem: LatencyProblem, max_size: int = DEFAULT_MAX_SIZE
 ) -> LatencyModelPlan:
     """Decide the transfer formulation and count the model size of ``problem``.
 
-    Tabulates ``transfer_ns`` over all core pairs for each distinct byte count,
-    stopping early once the instance is known to exceed ``max_size``.
+    Tabulates ``transfer_ns`` over all core pairs for each distinct byte count and
+    edge kind (`edge_keys`), stopping early once the instance is known to exceed
+    ``max_size``.
     """
     graph, target = problem.graph, problem.target
     cores = target.cores
@@ -115,7 +123,7 @@ def plan_latency_model(
     interchangeable = same_costs and len(set(capacities)) == 1
 
     def plan(
-        transfer: str, size: int, exact: bool, tables: dict[int, np.ndarray]
+        transfer: str, size: int, exact: bool, tables: dict[tuple[int, bool], np.ndarray]
     ) -> LatencyModelPlan:
         return LatencyModelPlan(
             transfer=transfer,
@@ -132,14 +140,18 @@ def plan_latency_model(
     if cores == 1 or graph.num_edges == 0:
         return plan("none", size, True, {})
     off_diagonal = ~np.eye(cores, dtype=bool)
-    tables: dict[int, np.ndarray] = {}
+    tables: dict[tuple[int, bool], np.ndarray] = {}
     transfer = "none"
-    for nbytes in np.unique(graph.edge_bytes).tolist():
+    for key in sorted(set(edge_keys(graph))):
+        nbytes, direct = key
         table = np.array(
-            [[target.transfer_ns(p, q, nbytes) for q in range(cores)] for p in range(cores)],
+            [
+                [target.transfer_ns(p, q, nbytes, direct) for q in range(cores)]
+                for p in range(cores)
+            ],
             dtype=np.int64,
         )
-        tables[nbytes] = table
+        tables[key] = table
         delays = table[off_diagonal]
         if (delays != delays[0]).any():
             transfer = "pairwise"
@@ -151,7 +163,7 @@ def plan_latency_model(
     if transfer == "pairwise":
         size += graph.num_edges * cores * cores
     elif transfer == "uniform":
-        delayed = sum(int(tables[b][0, 1] > 0) for b in graph.edge_bytes.tolist())
+        delayed = sum(int(tables[key][0, 1] > 0) for key in edge_keys(graph))
         size += delayed * (cores + 1)
     return plan(transfer, size, True, tables)
 
@@ -230,8 +242,8 @@ class CpSatLatencyModel:
         costs = np.array([[graph.cost_on(t, p) for p in range(cores)] for t in range(tasks)])
         costs = costs.reshape(tasks, cores)
         edge_delay = [
-            int(plan.delay_tables[b].max()) if plan.delay_tables else 0
-            for b in graph.edge_bytes.tolist()
+            int(plan.delay_tables[key].max()) if plan.delay_tables else 0
+            for key in edge_keys(graph)
         ]
         horizon = int(costs.max(axis=1, initial=0).sum()) + sum(edge_delay)
         topo = graph.topological_order.tolist()
@@ -291,19 +303,17 @@ class CpSatLatencyModel:
         """Precedences with the transfer formulation the plan chose."""
         graph = problem.graph
         cores = problem.target.cores
-        edges = zip(
-            graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_bytes.tolist(), strict=True
-        )
-        for e, (t, s, nbytes) in enumerate(edges):
+        edges = zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), edge_keys(graph), strict=True)
+        for e, (t, s, key) in enumerate(edges):
             model.add(start[s] >= end[t])
-            if plan.transfer == "uniform" and plan.delay_tables[nbytes][0, 1] > 0:
-                delay = int(plan.delay_tables[nbytes][0, 1])
+            if plan.transfer == "uniform" and plan.delay_tables[key][0, 1] > 0:
+                delay = int(plan.delay_tables[key][0, 1])
                 same = model.new_bool_var(f"same[{e}]")
                 for p in range(cores):
                     model.add_bool_or([~same, ~on[t][p], on[s][p]])
                 model.add(start[s] >= end[t] + delay - delay * same)
             elif plan.transfer == "pairwise":
-                table = plan.delay_tables[nbytes]
+                table = plan.delay_tables[key]
                 for p in range(cores):
                     if table[p].any():
                         delay = sum(int(table[p, q]) * on[s][q] for q in range(cores))

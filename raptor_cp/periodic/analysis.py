@@ -1,24 +1,37 @@
 """The periodic diagnostic of an `EventGraph`: recurrence, queue estimate and interval terms.
 
 `analyse_periodic` analyses an event graph two ways (scheduling.md, "Periodic
-dependency diagnostics"):
+dependency diagnostics" and "Post-codegen instruction diagnostic"):
 
 * the *recurrence*: the maximum cycle ratio of the dependencies with each
   event's service on its in-edges (`EventGraph.recurrence_graph`), with a
-  witness cycle; a cycle of distance-0 edges is a deadlock;
+  witness cycle; a cycle of distance-0 edges is a deadlock. The seeds' analysis
+  is the bounded bisection (`DEFAULT_METHOD`: at most 64 tests of at most
+  ``R + 1`` sweeps, a 1 ns bracket or better, witness detail limited to 128
+  edges); ``cross_check`` also runs Howard's exact policy iteration and both
+  results are reported;
 * the *queue estimate*: the queue engine's converged interval in event-index and
-  reversed tie order (`raptor_cp.periodic.queue_engine`).
+  reversed tie order (`raptor_cp.periodic.queue_engine`). The base estimate
+  models the source switches' FIFOs (``network_queues``) but not memory
+  arbitration; ``memory_controller`` adds the separate ``memory_controller``
+  estimate in which the controller serves requests in predicted arrival order.
 
 The *interval estimate* is ``max(recurrence, largest per-core work, aggregate
-memory-controller service)``. Each service appears in at most one term's own
-accounting and the terms are combined by a maximum, never a sum, so no service
-is counted twice. The within-generation dependency span (longest distance-0
-path) is reported separately; it is not an initiation interval. These are
-conditional estimates for the abstract execution model, not simulator
-predictions or guaranteed lower bounds (`raptor_cp.reports.periodic_report`
-lists the effects the model leaves out).
+memory-controller service)``; the aggregate service includes the baseline
+requests (function inputs, constants, outputs) whose positions the event graph
+does not model (``baseline_service_ns``). Each service appears in at most one
+term's own accounting and the terms are combined by a maximum, never a sum, so
+no service is counted twice. The within-generation dependency span (longest
+distance-0 path) is reported separately; it is not an initiation interval.
+These are conditional estimates for the abstract execution model, not
+simulator predictions or guaranteed lower bounds
+(`raptor_cp.reports.periodic_report` lists the effects the model leaves out).
 
-Time: the cycle-ratio method's, plus two queue-engine runs, plus ``O(V + E)``.
+Timing outside `MAX_TIMING_NS` (the supported numeric range) raises
+`TimingUnavailableError`, which diagnostics report as ``unavailable``.
+
+Time: the cycle-ratio method's (twice with ``cross_check``), plus two queue
+runs per estimate, plus ``O(V + E)``.
 """
 
 from __future__ import annotations
@@ -27,12 +40,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from raptor_cp.errors import TimingUnavailableError
 from raptor_cp.periodic.cycle_ratio import CycleRatio, DeadlockError, maximum_cycle_ratio
-from raptor_cp.periodic.events import EventGraph, EventKind
+from raptor_cp.periodic.events import MAX_TIMING_NS, EventGraph, EventKind
 from raptor_cp.periodic.queue_engine import QueueEstimate, queue_estimate
 
 DEADLOCK_REASON = "deadlock: a cycle of distance-0 dependencies; no generation can complete"
 """Why the queue estimate is unavailable when the recurrence deadlocks."""
+DEFAULT_METHOD = "bisection"
+"""The seeds' bounded analysis; Howard is the exact cross-check."""
+CROSS_CHECK_METHOD = "howard"
+
+
+@dataclass(frozen=True)
+class QueueModel:
+    """Which queues the queue engine models (the ``raptor-cp periodic`` switches)."""
+
+    network_queues: bool = True
+    """Source-switch FIFOs (``--model-network-queues/--no-model-network-queues``)."""
+    memory_controller: bool = False
+    """Also the ``memory_controller`` estimate with the controller's FIFO
+    (``--model-memory-controller``)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +98,9 @@ class MemoryService:
     loads: int
     stores: int
     service_ns: int
+    """Service of the modelled requests plus ``baseline_service_ns``."""
+    baseline_service_ns: int = 0
+    """Service of baseline requests (inputs, constants, outputs) not placed in the graph."""
 
 
 @dataclass(frozen=True)
@@ -92,8 +123,13 @@ class PeriodicAnalysis:
 
     events: EventGraph
     recurrence: Recurrence
+    cross_check: Recurrence | None
+    """Howard's result when `analyse_periodic` ran it as the cross-check."""
+    model: QueueModel
     queue: QueueEstimate | None
     """None when the recurrence deadlocks (`DEADLOCK_REASON`)."""
+    memory_controller: QueueEstimate | None
+    """With the controller's FIFO; None unless ``model.memory_controller`` (or deadlock)."""
     active_cores: tuple[int, ...]
     """Cores with at least one event, ascending."""
     core_work_ns: dict[int, int]
@@ -108,8 +144,21 @@ class PeriodicAnalysis:
     estimate: IntervalEstimate
 
 
-def analyse_periodic(events: EventGraph, method: str = "howard") -> PeriodicAnalysis:
-    """The recurrence, queue estimate and interval estimate of ``events`` (module docstring)."""
+def analyse_periodic(
+    events: EventGraph,
+    method: str = DEFAULT_METHOD,
+    *,
+    cross_check: bool = False,
+    model: QueueModel = QueueModel(),
+    baseline_service_ns: int = 0,
+) -> PeriodicAnalysis:
+    """The recurrence, queue estimates and interval estimate of ``events`` (module docstring).
+
+    ``method`` computes the recurrence; with ``cross_check`` the other method
+    (Howard for bisection, bisection for Howard) runs too. Raises
+    `TimingUnavailableError` when the timing exceeds `MAX_TIMING_NS`.
+    """
+    check_timing_range(events, baseline_service_ns)
     g = events.graph
     cores = sorted({int(c) for c in g.core.tolist() if c >= 0})
     work = {c: int(events.core_work[c]) for c in cores}
@@ -120,9 +169,12 @@ def analyse_periodic(events: EventGraph, method: str = "howard") -> PeriodicAnal
         requests=int(requests.size),
         loads=int(np.count_nonzero(kinds == EventKind.LOAD_SERVICE)),
         stores=int(np.count_nonzero(kinds == EventKind.STORE_SERVICE)),
-        service_ns=events.memory_service_ns,
+        service_ns=events.memory_service_ns + baseline_service_ns,
+        baseline_service_ns=baseline_service_ns,
     )
     recurrence = _recurrence(events, method)
+    other = CROSS_CHECK_METHOD if method != CROSS_CHECK_METHOD else DEFAULT_METHOD
+    checked = _recurrence(events, other) if cross_check else None
     deadlocked = recurrence.deadlock is not None
     terms: dict[str, float] = {
         "recurrence": recurrence.interval_ns or 0,
@@ -134,7 +186,12 @@ def analyse_periodic(events: EventGraph, method: str = "howard") -> PeriodicAnal
     return PeriodicAnalysis(
         events=events,
         recurrence=recurrence,
-        queue=None if deadlocked else queue_estimate(events),
+        cross_check=checked,
+        model=model,
+        queue=None if deadlocked else queue_estimate(events, model.network_queues, False),
+        memory_controller=None
+        if deadlocked or not model.memory_controller
+        else queue_estimate(events, model.network_queues, True),
         active_cores=tuple(cores),
         core_work_ns=work,
         busiest_core=busiest,
@@ -149,6 +206,22 @@ def analyse_periodic(events: EventGraph, method: str = "howard") -> PeriodicAnal
             bound_by=bound_by if estimated else None,
         ),
     )
+
+
+def check_timing_range(events: EventGraph, extra_ns: int = 0) -> None:
+    """Raise `TimingUnavailableError` when the timing leaves the supported range.
+
+    The range is `MAX_TIMING_NS` for the sum of every delay, every service and
+    ``extra_ns`` (scheduling.md: "Timing outside the supported numeric range
+    produces an explicit unavailable result"). Sums in Python integers, ``O(V + E)``.
+    """
+    total = sum(events.graph.w.tolist()) + sum(events.service.tolist()) + extra_ns
+    total += sum(events.core_work.tolist())
+    if total > MAX_TIMING_NS:
+        raise TimingUnavailableError(
+            f"{events.name}: delays and services total {total} ns, outside the supported "
+            f"range (at most {MAX_TIMING_NS} ns)"
+        )
 
 
 def _recurrence(events: EventGraph, method: str) -> Recurrence:

@@ -58,7 +58,7 @@ from functools import cached_property
 
 import numpy as np
 
-from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.errors import InvalidInstanceError, TimingUnavailableError
 from raptor_cp.periodic.graph import NO_LABEL, PeriodicGraph
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 
@@ -67,6 +67,11 @@ from raptor_cp.targets.base import GLOBAL_MEMORY, StepTiming
 
 NO_RESOURCE = -1
 """`EventGraph.resource` of an event that does not queue."""
+MAX_TIMING_NS = 2**53 - 1
+"""The supported numeric range of the periodic model: no delay or service, and no sum
+of all of them (a bound on every path, cycle and interval), may exceed it, so that
+every total is exact in int64 arithmetic and as a JSON (double) number. Beyond it
+the model is ``unavailable`` (`raptor_cp.errors.TimingUnavailableError`)."""
 
 
 class EventKind(IntEnum):
@@ -278,6 +283,7 @@ class _Builder:
     def node(
         self, kind: EventKind, core: int, step: int, resource: int = NO_RESOURCE, service: int = 0
     ) -> int:
+        self.in_range(service)
         self.core.append(core)
         self.kind.append(int(kind))
         self.step.append(step)
@@ -287,7 +293,16 @@ class _Builder:
         return len(self.core) - 1
 
     def edge(self, u: int, v: int, w: int, d: int = 0, link: int = NO_LABEL) -> None:
+        self.in_range(w)
         self.edges.append((u, v, w, d, link))
+
+    def in_range(self, ns: int) -> None:
+        """Raise `TimingUnavailableError` for a time beyond `MAX_TIMING_NS`."""
+        if ns > MAX_TIMING_NS:
+            raise TimingUnavailableError(
+                f"{self.name}: a time of {ns} ns is outside the supported range "
+                f"(at most {MAX_TIMING_NS} ns)"
+            )
 
     def link(self, src: int, dst: int) -> int:
         return link_id(self.num_cores, src, dst)
@@ -326,7 +341,8 @@ def build_events(
         ``origin[c][i]`` is the number messages and `EventGraph.step` give step
         ``i`` of core ``c`` (an instruction index, say); default ``i``.
 
-    Raises `InvalidInstanceError` when a step names a core outside the list, a
+    Raises `TimingUnavailableError` when a time exceeds `MAX_TIMING_NS`, and
+    `InvalidInstanceError` when a step names a core outside the list, a
     SEND or RECV has no partner, a size or count is negative, or an event
     register's WAIT counts per generation differ from the tokens signalled to it
     (the counter would drift or a WAIT never complete).
@@ -419,6 +435,8 @@ def build_events(
             else:
                 raise InvalidInstanceError(f"{where}: not a Step: {step!r}")
         b.edge(last, entry, pending, 1)
+    for ns in work:
+        b.in_range(ns)
     _match_transfers(b, sends, recvs, timing)
     notes = _match_signals(b, signals, waits)
     graph = PeriodicGraph(

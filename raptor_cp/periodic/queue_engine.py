@@ -42,7 +42,10 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from raptor_cp.periodic.events import NO_RESOURCE, EventGraph, EventKind
+from raptor_cp.periodic.graph import PeriodicGraph
 
 MAX_GENERATIONS = 64
 """Generations one event may complete (the documented per-event bound)."""
@@ -134,9 +137,52 @@ class QueueEstimate:
         }
 
 
-def queue_estimate(events: EventGraph) -> QueueEstimate:
-    """Run `run_queue` in event-index and in reversed tie order."""
+def queue_estimate(
+    events: EventGraph, network_queues: bool = True, memory_controller: bool = True
+) -> QueueEstimate:
+    """Run `run_queue` in event-index and in reversed tie order.
+
+    ``network_queues`` and ``memory_controller`` say which resources queue
+    (`with_queues`): the source switches' FIFOs and the memory controller's.
+    """
+    events = with_queues(events, network_queues, memory_controller)
     return QueueEstimate(run_queue(events), run_queue(events, reverse_ties=True))
+
+
+def with_queues(events: EventGraph, network_queues: bool, memory_controller: bool) -> EventGraph:
+    """``events`` with only the chosen resources queueing (``raptor-cp periodic`` switches).
+
+    An event whose resource is not modelled keeps its service as a plain delay
+    (folded into its in-edges, as in `EventGraph.recurrence_graph`) and stops
+    holding anything: the switches' FIFOs go with ``network_queues=False``
+    (``--no-model-network-queues``), the controller's FIFO with
+    ``memory_controller=False`` (the base estimate, scheduling.md: "The base
+    recurrence estimate omits global arbitration"). Dependencies and the
+    recurrence graph are unchanged. ``O(V + E)``.
+    """
+    resource = events.resource
+    switch = (resource >= 0) & (resource < events.num_cores)
+    drop = (switch & (not network_queues)) | (
+        (resource == events.memory_resource) & (not memory_controller)
+    )
+    if not drop.any():
+        return events
+    g = events.graph
+    folded = np.where(drop, events.service, 0)
+    graph = PeriodicGraph(
+        g.num_nodes, g.u, g.v, g.w + folded[g.v], g.d, g.core, g.link, name=g.name
+    )
+    return EventGraph(
+        graph,
+        np.where(drop, NO_RESOURCE, resource),
+        np.where(drop, 0, events.service),
+        np.where(drop, np.arange(g.num_nodes), events.release),
+        events.num_cores,
+        events.kind,
+        events.step,
+        events.core_work,
+        events.notes,
+    )
 
 
 def run_queue(

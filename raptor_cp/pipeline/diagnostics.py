@@ -2,9 +2,15 @@
 
 The seeds' "Periodic dependency diagnostics": the selected schedule is realized
 as per-core programs (`raptor_cp.pipeline.realize`) and analysed by the shared
-periodic analysis (recurrence and queue estimate). It is read-only: computed
-after the schedule is fixed and never fed back into it. The realization's
-omissions join the model's ``missing_effects``.
+periodic analysis: the bounded bisection for the recurrence, the queue estimate
+with the source switches' FIFOs and the separate ``memory_controller`` estimate
+with the controller's FIFO. The baseline requests (function inputs, constants,
+outputs) join the aggregate memory-service term without positions. It is
+read-only: computed after the schedule is fixed and never fed back into it. The
+realization's omissions join the model's ``missing_effects``. A target without
+complete step timing, a sub-byte payload or a register file too small gives an
+explicit ``unavailable`` report (scheduling.md: "Unsupported or incomplete target
+timing produces an `unavailable` report").
 """
 
 from __future__ import annotations
@@ -24,23 +30,35 @@ def pipeline_periodic(
     depth: int,
 ) -> dict[str, Any]:
     """The ``pipeline_periodic.json`` document of a placed pipeline (read-only)."""
-    from raptor_cp.periodic.analysis import analyse_periodic
+    from raptor_cp.errors import TimingUnavailableError
+    from raptor_cp.periodic.analysis import QueueModel, analyse_periodic
     from raptor_cp.pipeline.realize import REALIZATION_EFFECTS, pipeline_events
-    from raptor_cp.reports.periodic_report import periodic_document
+    from raptor_cp.reports.periodic_report import periodic_document, unavailable_document
 
+    source = f"{model} pipeline schedule (depth {depth})"
     stage = plan.task_stage(graph.num_tasks)
-    events, realization = pipeline_events(graph, target, plan.schedule, stage, name=model)
-    document = periodic_document(
-        analyse_periodic(events),
-        source=f"{model} pipeline schedule (depth {depth})",
-        target=target.name,
-        missing_effects=REALIZATION_EFFECTS,
-    )
+    try:
+        events, realization = pipeline_events(graph, target, plan.schedule, stage, name=model)
+        analysis = analyse_periodic(
+            events,
+            model=QueueModel(memory_controller=True),
+            baseline_service_ns=plan.baseline.service_ns,
+        )
+    except TimingUnavailableError as error:
+        document = unavailable_document(
+            str(error), source=source, target=target.name, missing_effects=REALIZATION_EFFECTS
+        )
+        steps = None
+    else:
+        document = periodic_document(
+            analysis, source=source, target=target.name, missing_effects=REALIZATION_EFFECTS
+        )
+        steps = realization.counts()
     document["pipeline"] = {
         "depth": depth,
         "stages": len(plan.stages),
         "core_budgets": list(plan.budgets),
         "schedule_interval_ns": plan.interval_ns,
-        "steps": realization.counts(),
+        "steps": steps,
     }
     return document

@@ -154,7 +154,7 @@ def final_stages(
 ) -> tuple[Stage, ...]:
     """The partition's stages with the idle cores added (`add_spare_cores`)."""
     members = [costs.groups.range_tasks(s.first, s.stop) for s in stages]
-    work = [int(graph.cost[m].sum()) for m in members]
+    work = [int(graph.nominal_cost[m].sum()) for m in members]
     return add_spare_cores(stages, cores, work, [len(m) for m in members])
 
 

@@ -198,16 +198,17 @@ class StagePlacer:
         self.src = graph.edge_src.tolist()
         self.dst = graph.edge_dst.tolist()
         self.nbytes = graph.edge_bytes.tolist()
-        self._prices: dict[tuple[int, int, int], int] = {}
+        self.direct = graph.edge_direct.tolist()
+        self._prices: dict[tuple[int, int, int, bool], int] = {}
 
-    def transfer(self, a: int, b: int, nbytes: int) -> int:
-        """``target.transfer_ns`` memoised (0 on one core)."""
+    def transfer(self, a: int, b: int, edge: int) -> int:
+        """``target.transfer_ns`` of ``edge`` from core ``a`` to ``b``, memoised (0 on one core)."""
         if a == b:
             return 0
-        key = (a, b, nbytes)
+        key = (a, b, self.nbytes[edge], self.direct[edge])
         price = self._prices.get(key)
         if price is None:
-            price = self._prices[key] = self.target.transfer_ns(a, b, nbytes)
+            price = self._prices[key] = self.target.transfer_ns(*key)
         return price
 
     def stage_edges(self, tasks: Sequence[int], member: np.ndarray) -> list[int]:
@@ -239,7 +240,7 @@ class StagePlacer:
         for e in edges:
             a, b = core[self.src[e]], core[self.dst[e]]
             if a != b:
-                ns = self.transfer(a, b, self.nbytes[e])
+                ns = self.transfer(a, b, e)
                 demand[a] += ns
                 demand[b] += ns
             succs.setdefault(self.src[e], []).append(e)
@@ -262,7 +263,7 @@ class StagePlacer:
             span = max(span, finish)
             for e in succs.get(t, ()):
                 d = self.dst[e]
-                ready[d] = max(ready[d], finish + self.transfer(p, core[d], self.nbytes[e]))
+                ready[d] = max(ready[d], finish + self.transfer(p, core[d], e))
                 waiting[d] -= 1
                 if waiting[d] == 0:
                     heapq.heappush(heap, (ready[d], rank[d], d))
@@ -290,14 +291,14 @@ class StagePlacer:
         preds: dict[int, list[int]] = {}
         for e in edges:
             preds.setdefault(self.dst[e], []).append(e)
-        rows: dict[tuple[int, int], np.ndarray] = {}
+        rows: dict[tuple[int, int, bool], np.ndarray] = {}
 
-        def row(i: int, nbytes: int) -> np.ndarray:
-            key = (i, nbytes)
+        def row(i: int, e: int) -> np.ndarray:
+            key = (i, self.nbytes[e], self.direct[e])
             found = rows.get(key)
             if found is None:
                 found = rows[key] = np.array(
-                    [self.transfer(region[i], p, nbytes) for p in region], dtype=np.int64
+                    [self.transfer(region[i], p, e) for p in region], dtype=np.int64
                 )
             return found
 
@@ -311,7 +312,7 @@ class StagePlacer:
                 return None
             incident = np.zeros(k, dtype=np.int64)
             for e in preds.get(t, ()):
-                incident += row(index[self.src[e]], self.nbytes[e])
+                incident += row(index[self.src[e]], e)
             key = np.where(fits, demand + self.cost[t] + incident, never)
             tied = key == key.min()
             i = int(np.argmin(np.where(tied, new, never)))
@@ -321,7 +322,7 @@ class StagePlacer:
             demand[i] += self.cost[t] + incident[i]
             for e in preds.get(t, ()):
                 q = index[self.src[e]]
-                demand[q] += row(q, self.nbytes[e])[i]
+                demand[q] += row(q, e)[i]
         return {t: region[i] for t, i in index.items()}
 
     def place(

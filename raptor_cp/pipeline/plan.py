@@ -11,13 +11,17 @@ assembly
 3. orders each core's tasks by the stage's earliest-ready list schedule
    (`StagePlacer.timing`, consistent with the dependencies) and gives every
    core its stage (-1 idle);
-4. prices the cross-stage boundary demand (`boundary_demand`).
+4. prices the cross-stage boundary demand (`boundary_demand`) and the baseline
+   demand of function inputs, constants and outputs (`baseline_demand`).
 
 The interval estimate is the maximum of three terms, each reported on its own:
 the largest per-core work (serial compute plus incident same-stage transfers,
 hop-aware), the largest stage span (dependency completion of one stage's work
 when its cross-stage inputs are ready at the start of the interval) and the
-serialized shared-memory service of the boundary traffic. Counting the stage
+serialized shared-memory service: the memory controller's service of the
+boundary and baseline requests, shared by all stages and never added to a stage
+span. All three use the physical costs (`ComputeGraph.cost`), not the nominal
+priorities partitioning and packing rank by. Counting the stage
 span follows issue 4 and models stage-synchronous execution (a stage takes the
 next input once it has finished the current one); the seeds' recurrence model
 lets a stage's cores overlap generations and treats the within-generation span
@@ -38,6 +42,7 @@ import numpy as np
 
 from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.pipeline.baseline import BaselineDemand, baseline_demand
 from raptor_cp.pipeline.boundary import BoundaryDemand, boundary_demand
 from raptor_cp.pipeline.groups import PipelineGroups
 from raptor_cp.pipeline.layout import PipelineCoreLayout, StagePlacement, StagePlacer, check_region
@@ -58,7 +63,9 @@ class IntervalEstimate:
     stage_span_ns: int
     """Largest stage span."""
     memory_service_ns: int
-    """Serialized shared-memory service of the cross-stage stores and loads."""
+    """Serialized shared-memory service: boundary stores and loads plus the baseline."""
+    baseline_memory_ns: int = 0
+    """The baseline requests' part of ``memory_service_ns`` (inputs, constants, outputs)."""
 
     @property
     def interval_ns(self) -> int:
@@ -80,6 +87,7 @@ class IntervalEstimate:
             "core_work_ns": self.core_work_ns,
             "stage_span_ns": self.stage_span_ns,
             "memory_service_ns": self.memory_service_ns,
+            "baseline_memory_ns": self.baseline_memory_ns,
             "binding": self.binding,
         }
 
@@ -93,6 +101,7 @@ class PipelinePlan:
     layout: PipelineCoreLayout
     placements: tuple[StagePlacement, ...]
     boundary: BoundaryDemand
+    baseline: BaselineDemand
     estimate: IntervalEstimate
     schedule: Schedule
 
@@ -176,10 +185,12 @@ def assemble_pipeline(
     stage_of_core = layout.stage_of_core(target.cores)
     task_stage = task_stages(placements, graph.num_tasks)
     boundary = boundary_demand(graph, target, task_stage, len(stages))
+    baseline = baseline_demand(graph, target)
     estimate = IntervalEstimate(
         core_work_ns=max(p.timing.demand_ns for p in placements),
         stage_span_ns=max(p.timing.span_ns for p in placements),
-        memory_service_ns=boundary.service_ns,
+        memory_service_ns=boundary.service_ns + baseline.service_ns,
+        baseline_memory_ns=baseline.service_ns,
     )
     schedule = Schedule(
         core_order=tuple(tuple(o) for o in orders),
@@ -194,6 +205,7 @@ def assemble_pipeline(
         layout=layout,
         placements=tuple(placements),
         boundary=boundary,
+        baseline=baseline,
         estimate=estimate,
         schedule=schedule,
     )

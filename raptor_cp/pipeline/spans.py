@@ -4,8 +4,11 @@ A stage's work cannot finish faster than its longest chain of dependent tasks,
 whatever its core budget (the seeds' "dependency priority": ordered packing plus
 dependency tail "biases cuts away from long dependent groups"). For a range of
 groups ``[first, stop)`` the span is the longest path by task compute cost over
-the edges with both ends in the range; transfers are left out, so it is a lower
-bound on the stage's span under any placement.
+the edges with both ends in the range; transfers are left out. The costs are
+the *nominal* priorities (`ComputeGraph.nominal_cost`: a transpose counts as one
+bulk move), as partitioning ranks by (scheduling-implementation.md,
+"Priorities, placement, and recovery limits"); placement and evaluation use the
+physical costs.
 
 For a fixed ``first`` the spans of every ``stop`` come from one sweep over the
 groups in order (groups are topological, so a group's tasks only need the
@@ -27,7 +30,7 @@ class DependencySpans:
     """``span(first, stop)``: longest compute chain of groups ``[first, stop)`` (ns)."""
 
     def __init__(self, graph: ComputeGraph, groups: PipelineGroups) -> None:
-        self.cost = graph.cost
+        self.cost = graph.nominal_cost
         self.num_tasks = graph.num_tasks
         self.group = groups.group_of_task(graph.num_tasks)
         self.levels: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [

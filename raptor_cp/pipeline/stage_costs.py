@@ -7,8 +7,10 @@ joint optimizer"):
 
 * the **packing cost**: the exact ordered-packing (bottleneck) cost of the
   stage's tasks in packing order (`RangePacker`), where each task's load is its
-  compute time plus the transfer time of every edge incident to it, priced at
-  ``target.mean_transfer_ns(bytes)``; None (unavailable) when no ordered
+  *nominal* compute priority (`ComputeGraph.nominal_cost`: a transpose counts as
+  one bulk move, scheduling-implementation.md "Priorities, placement, and
+  recovery limits") plus the transfer time of every edge incident to it, priced
+  at ``target.mean_transfer_ns(bytes, direct)``; None (unavailable) when no ordered
   assignment fits the cores' resident-weight capacity;
 * the **dependency span** (`DependencySpans`): the stage's longest compute chain,
   which no core budget shortens.
@@ -98,11 +100,11 @@ class StageCosts:
         self.position[self.order] = np.arange(graph.num_tasks)
         self.offsets = groups.offsets
         self.group = groups.group_of_task(graph.num_tasks)
-        self.edge_ns = _mean_transfer(graph.edge_bytes, target)
+        self.edge_ns = _mean_transfer(graph.edge_bytes, graph.edge_direct, target)
         incident = np.zeros(graph.num_tasks, dtype=np.int64)
         np.add.at(incident, graph.edge_src, self.edge_ns)
         np.add.at(incident, graph.edge_dst, self.edge_ns)
-        loads = (graph.cost + incident)[self.order]
+        loads = (graph.nominal_cost + incident)[self.order]
         sizes = graph.weight_size.tolist()
         reach = capacity_reach(
             [graph.task_weights[t] for t in self.order.tolist()], sizes, self.capacity
@@ -201,7 +203,7 @@ class StageCosts:
         )
         size = self.graph.weight_size
         return PackingProblem(
-            loads=tuple(self.graph.cost[tasks].tolist()),
+            loads=tuple(self.graph.nominal_cost[tasks].tolist()),
             task_weights=task_weights,
             weight_size=tuple(int(size[w]) for w in local),
             cores=cores,
@@ -251,10 +253,13 @@ class StageCosts:
         return tuple(by_task[self.groups.range_tasks(first, stop)].tolist()), evidence
 
 
-def _mean_transfer(nbytes: np.ndarray, target: SchedulingTarget) -> np.ndarray:
-    """``target.mean_transfer_ns`` of every entry, one target query per distinct size."""
+def _mean_transfer(nbytes: np.ndarray, direct: np.ndarray, target: SchedulingTarget) -> np.ndarray:
+    """``target.mean_transfer_ns`` of every edge, one target query per distinct size and kind."""
     if nbytes.size == 0:
         return np.zeros(0, dtype=np.int64)
-    distinct, inverse = np.unique(nbytes, return_inverse=True)
-    price = np.array([target.mean_transfer_ns(int(b)) for b in distinct.tolist()], np.int64)
+    keys = np.stack([nbytes, direct.astype(np.int64)], axis=1)
+    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    price = np.array(
+        [target.mean_transfer_ns(int(b), direct=bool(d)) for b, d in distinct.tolist()], np.int64
+    )
     return price[inverse.reshape(-1)]

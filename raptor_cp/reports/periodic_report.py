@@ -1,10 +1,13 @@
 """The periodic diagnostic document (``pipeline_periodic.json`` and ``raptor-cp periodic``).
 
 `periodic_document` writes a `PeriodicAnalysis` (`raptor_cp.periodic.analysis`:
-recurrence, queue estimate, interval estimate) down as JSON, with the effects
-the abstract execution model leaves out. The estimates are conditional on that
-model, not simulator predictions or guaranteed lower bounds, so the document is
-never eligible for schedule selection. Formatting only: nothing is analysed here.
+recurrence, its cross-check, queue estimates, interval estimate) down as JSON,
+with the effects the abstract execution model leaves out; `unavailable_document`
+writes the explicit ``unavailable`` report of a program the model cannot time
+(a target without complete timing, timing outside the supported range, a form
+the target's lowering rejects). The estimates are conditional on that model,
+not simulator predictions or guaranteed lower bounds, so the document is never
+eligible for schedule selection. Formatting only: nothing is analysed here.
 """
 
 from __future__ import annotations
@@ -13,6 +16,10 @@ from typing import Any
 
 from raptor_cp.periodic.analysis import DEADLOCK_REASON, PeriodicAnalysis, Recurrence
 from raptor_cp.periodic.events import NO_RESOURCE, EventGraph, EventKind
+from raptor_cp.periodic.queue_engine import QueueEstimate
+
+STATUS_ANALYSED = "analysed"
+STATUS_UNAVAILABLE = "unavailable"
 
 TIMING_GRAPH_LIMIT = 128
 """Documents of graphs with at most this many events include ``timing_graph``."""
@@ -22,9 +29,17 @@ MISSING_EFFECTS = (
     "local-memory port contention between a core's units; each phase is priced alone",
     "issue and retirement of communication instructions; clock-phase ordering",
     "the recurrence omits memory-controller arbitration and the bootstrap generations "
-    "(the queue estimate models both)",
+    "(the queue estimates model the bootstrap; the memory_controller estimate arbitration)",
 )
 """Effects the abstract execution model does not capture, for every document."""
+NO_NETWORK_QUEUES = (
+    "source-switch FIFOs are not modelled (--no-model-network-queues): messages do not "
+    "wait for earlier messages of their switch"
+)
+NO_MEMORY_CONTROLLER = (
+    "memory-controller arbitration is not modelled in the queue estimate (requests do not "
+    "wait for each other; --model-memory-controller adds the memory_controller estimate)"
+)
 
 
 def periodic_document(
@@ -40,21 +55,22 @@ def periodic_document(
     frontend-specific omissions to `MISSING_EFFECTS` and the graph's notes.
     """
     events = analysis.events
-    memory, estimate = analysis.memory, analysis.estimate
-    queue: dict[str, Any] = (
-        {"status": "unavailable", "reason": DEADLOCK_REASON}
-        if analysis.queue is None
-        else analysis.queue.to_json()
-    )
+    memory, estimate, model = analysis.memory, analysis.estimate, analysis.model
     document: dict[str, Any] = {
         "source": source,
         "target": target,
+        "status": STATUS_ANALYSED,
         "selection_eligible": False,
+        "model": {
+            "network_queues": model.network_queues,
+            "memory_controller": model.memory_controller,
+        },
         "events": events.num_events,
         "dependencies": events.num_edges,
         "recurrence_edges": analysis.recurrence_edges,
         "active_cores": list(analysis.active_cores),
         "recurrence": _recurrence(events, analysis.recurrence),
+        "cross_check": _cross_check(events, analysis),
         "generation_span_ns": analysis.generation_span_ns,
         "core_work_ns": {str(c): ns for c, ns in analysis.core_work_ns.items()},
         "busiest_core": analysis.busiest_core,
@@ -63,6 +79,7 @@ def periodic_document(
             "loads": memory.loads,
             "stores": memory.stores,
             "service_ns": memory.service_ns,
+            "baseline_service_ns": memory.baseline_service_ns,
         },
         "interval_estimate": {
             "recurrence_ns": estimate.recurrence_ns,
@@ -71,11 +88,56 @@ def periodic_document(
             "ns": estimate.ns,
             "bound_by": estimate.bound_by,
         },
-        "queue": queue,
-        "missing_effects": [*MISSING_EFFECTS, *missing_effects, *events.notes],
+        "queue": _queue(analysis.queue),
+        "memory_controller": None
+        if not model.memory_controller
+        else _queue(analysis.memory_controller),
+        "missing_effects": [
+            *MISSING_EFFECTS,
+            *([] if model.network_queues else [NO_NETWORK_QUEUES]),
+            *([] if model.memory_controller else [NO_MEMORY_CONTROLLER]),
+            *missing_effects,
+            *events.notes,
+        ],
     }
     if events.num_events <= TIMING_GRAPH_LIMIT:
         document["timing_graph"] = timing_graph(events)
+    return document
+
+
+def unavailable_document(
+    reason: str, *, source: str, target: str, missing_effects: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The explicit ``unavailable`` report: no estimate, the reason, the model's omissions."""
+    return {
+        "source": source,
+        "target": target,
+        "status": STATUS_UNAVAILABLE,
+        "reason": reason,
+        "selection_eligible": False,
+        "missing_effects": [*MISSING_EFFECTS, *missing_effects],
+    }
+
+
+def _queue(estimate: QueueEstimate | None) -> dict[str, Any]:
+    if estimate is None:
+        return {"status": STATUS_UNAVAILABLE, "reason": DEADLOCK_REASON}
+    return estimate.to_json()
+
+
+def _cross_check(events: EventGraph, analysis: PeriodicAnalysis) -> dict[str, Any] | None:
+    """The cross-check's result and whether it agrees with the primary method exactly."""
+    checked = analysis.cross_check
+    if checked is None:
+        return None
+    primary = analysis.recurrence
+    document = _recurrence(events, checked)
+    same_ratio = (primary.ratio is None) == (checked.ratio is None) and (
+        primary.ratio is None
+        or checked.ratio is None
+        or (primary.ratio.ratio == checked.ratio.ratio and primary.ratio.exact)
+    )
+    document["agrees"] = primary.status == checked.status and same_ratio
     return document
 
 
@@ -104,6 +166,7 @@ def _recurrence(events: EventGraph, recurrence: Recurrence) -> dict[str, Any]:
         "exact": result.exact,
         "bound": f"{result.bound.numerator}/{result.bound.denominator}",
         "iterations": result.iterations,
+        "sweeps": result.sweeps,
         "witness": witness,
     }
 

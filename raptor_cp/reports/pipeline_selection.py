@@ -117,6 +117,7 @@ def selection_document(result: PipelineResult) -> dict[str, object]:
         "task_stage_runs": task_stage_runs(plan.task_stage(graph.num_tasks)),
         "costs": estimate,
         "boundary": plan.boundary.to_json(),
+        "baseline_memory": plan.baseline.to_json(),
         "bounds": {
             **{f"lower_{k}": v for k, v in interval_lower_bound(graph, target).items()},
             "partition_objective_ns": partition.objective,

@@ -9,8 +9,10 @@ Analyses beyond scheduling ask the target for what they need, never for its
 config (ARCHITECTURE.md, "Hardware semantics live only in a target adapter"):
 
 * `SchedulingTarget.step_timing`: the phase prices of a communication step
-  (`StepTiming`) for the periodic event builder. A target that knows no more
-  than whole transfers answers `ProtocolStepTiming` (derived from the protocol).
+  (`StepTiming`) for the periodic event builder, or None when the target knows
+  no more than whole transfers (generic and IPU targets): the periodic
+  diagnostic is then ``unavailable`` (scheduling.md, "Unsupported or incomplete
+  target timing produces an `unavailable` report").
 * `SchedulingTarget.instruction_frontend`: the reader of instruction artifacts
   compiled for the chip (`InstructionFrontend`), or None.
 * `SchedulingTarget.exchange`: the target as a bulk-synchronous tile machine
@@ -44,7 +46,9 @@ class MatrixWork:
     """``mvms`` matrix-vector products on one array group of ``crossbars`` crossbars.
 
     ``rows`` and ``cols`` are the used part of the weight slice (rows of the unrolled
-    weight matrix, output columns); ``bits`` is the input/weight precision.
+    weight matrix, output columns); ``bits`` is the weight precision, and the input
+    and output precision unless ``input_bits`` / ``output_bits`` say otherwise (an
+    instruction's ``setbw`` widths).
     """
 
     mvms: int
@@ -52,17 +56,55 @@ class MatrixWork:
     cols: int
     crossbars: int
     bits: int
+    input_bits: int | None = None
+    output_bits: int | None = None
+
+    @property
+    def read_bits(self) -> int:
+        return self.bits if self.input_bits is None else self.input_bits
+
+    @property
+    def written_bits(self) -> int:
+        return self.bits if self.output_bits is None else self.output_bits
 
 
 @dataclass(frozen=True)
 class VectorWork:
-    """``elements`` vector-unit elements reading ``operands`` input streams."""
+    """``elements`` vector-unit elements reading ``operands`` input streams of ``bits``.
+
+    ``output_bits`` is the width each result element is written at (default
+    ``bits``): an instruction's output width for the ops that write at it.
+    """
 
     elements: int
     operands: int
     bits: int
-    widening: bool = False
-    """True when the result is written at the output precision (vvmul-like ops)."""
+    output_bits: int | None = None
+
+    @property
+    def written_bits(self) -> int:
+        return self.bits if self.output_bits is None else self.output_bits
+
+
+@dataclass(frozen=True)
+class MoveWork:
+    """Data movement in local memory: ``count`` runs of ``elements`` elements per block.
+
+    ``blocks`` lists ``(count, elements)`` pairs: each run is read and written as one
+    request (rounded per run, scheduling.md "Costs and interpretation": "Memory work is
+    rounded at its actual fragment/run granularity"). ``strided`` runs gather their
+    source at a stride other than one and so also pass through the vector unit, which
+    charges their payload, not the strided address footprint
+    (scheduling-implementation.md, "Transfer accounting and transpose costs").
+    """
+
+    blocks: tuple[tuple[int, int], ...]
+    bits: int
+    strided: bool = False
+
+    @property
+    def elements(self) -> int:
+        return sum(count * elements for count, elements in self.blocks)
 
 
 @dataclass(frozen=True)
@@ -72,7 +114,7 @@ class FixedWork:
     ns: int
 
 
-Work = MatrixWork | VectorWork | FixedWork
+Work = MatrixWork | VectorWork | MoveWork | FixedWork
 
 
 @dataclass(frozen=True)
@@ -107,6 +149,21 @@ class StepTiming(Protocol):
     `SchedulingTarget.step_timing` the phases.
     """
 
+    @property
+    def event_registers(self) -> int:
+        """Event registers per core (SYNC/WAIT counters) a program may allocate."""
+        ...
+
+    @property
+    def byte_addressed(self) -> bool:
+        """Whether communication lowering needs byte-sized elements (PIM: it does)."""
+        ...
+
+    @property
+    def untimed_operations(self) -> frozenset[str]:
+        """Operator types the queue model gives no timed work (PIM: Softmax)."""
+        ...
+
     def cycle_ns(self) -> int:
         """One core clock period: scalar issue, and SYNC's local execution."""
         ...
@@ -137,39 +194,6 @@ class StepTiming(Protocol):
 
 
 @dataclass(frozen=True)
-class ProtocolStepTiming:
-    """`StepTiming` from the `SchedulingTarget` protocol alone (targets without phase prices).
-
-    The payload phase carries the whole `transfer_ns`; the memory controller's
-    service is the target's `global_read_ns` / `global_write_ns`; control
-    flits and local memory are free and SYNC completes at once.
-    """
-
-    target: SchedulingTarget
-
-    def cycle_ns(self) -> int:
-        return 0
-
-    def control_ns(self, src: int, dst: int) -> int:
-        return 0
-
-    def data_ns(self, src: int, dst: int, nbytes: int) -> int:
-        return 0 if dst == GLOBAL_MEMORY else self.target.transfer_ns(src, dst, nbytes)
-
-    def local_read_ns(self, nbytes: int) -> int:
-        return 0
-
-    def local_write_ns(self, nbytes: int) -> int:
-        return 0
-
-    def global_read_ns(self, nbytes: int) -> int:
-        return self.target.global_read_ns(nbytes)
-
-    def global_write_ns(self, nbytes: int) -> int:
-        return self.target.global_write_ns(nbytes)
-
-
-@dataclass(frozen=True)
 class InstructionPrograms:
     """An instruction artifact read as one in-order `Step` program per core (one generation).
 
@@ -185,19 +209,17 @@ class InstructionPrograms:
     """``cores[c]``: core ``c``'s steps; an empty list is an idle core."""
     origin: list[list[int]]
     """``origin[c][i]``: the index of the (first) instruction of step ``i`` of core ``c``."""
+    effects: tuple[str, ...] = ()
+    """Approximations made reading this artifact, listed with a report's missing effects."""
 
 
 class InstructionFrontend(Protocol):
     """Reads the instruction artifacts compiled for one target (an optional capability)."""
 
-    @property
-    def effects(self) -> tuple[str, ...]:
-        """Approximations the frontend makes, listed with a report's missing effects."""
-        ...
-
-    def read(self, path: str | Path) -> InstructionPrograms:
+    def read(self, path: str | Path, *, model_issue: bool = True) -> InstructionPrograms:
         """The artifact at ``path`` as step programs priced by the target.
 
+        ``model_issue=False`` omits scalar issue time (``--no-model-issue``).
         Raises `raptor_cp.errors.InvalidInputError` naming the file and field.
         """
         ...
@@ -237,11 +259,16 @@ class SchedulingTarget(Protocol):
         """Time one core needs for ``work``."""
         ...
 
-    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
-        """Time to move ``nbytes`` from core ``src`` to core ``dst`` (0 when equal)."""
+    def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
+        """Time to move ``nbytes`` from core ``src`` to core ``dst`` (0 when equal).
+
+        ``direct``: the receive lands in its consumer's assembly storage
+        (`ComputeGraph.edge_direct`), whose block copy already charges the
+        endpoint memory; the transfer then omits its own endpoint-memory charges.
+        """
         ...
 
-    def mean_transfer_ns(self, nbytes: int) -> int:
+    def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         """Average of `transfer_ns` over ordered pairs of distinct cores (for priorities)."""
         ...
 
@@ -262,10 +289,11 @@ class SchedulingTarget(Protocol):
         """What the user should know about how the target was read (the CLI prints them)."""
         ...
 
-    def step_timing(self) -> StepTiming:
+    def step_timing(self) -> StepTiming | None:
         """Phase prices of communication steps, for the periodic event builder.
 
-        A target without phase-level prices returns ``ProtocolStepTiming(self)``.
+        None when the target has no complete phase-level timing: analyses that
+        need it report ``unavailable`` rather than price phases as free.
         """
         ...
 

@@ -3,7 +3,7 @@
 Zero communication and unlimited resident-weight capacity by default; a
 ``ns_per_byte`` makes every transfer between distinct cores cost
 ``ceil(bytes * ns_per_byte)`` (the classic HEFT model with unit bandwidth).
-Matrix and vector work cost one nanosecond per multiply-accumulate or element.
+Matrix, vector and move work cost one nanosecond per multiply-accumulate or element.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from raptor_cp.targets.base import (
     UNLIMITED_CAPACITY,
     FixedWork,
     MatrixWork,
-    ProtocolStepTiming,
-    StepTiming,
+    MoveWork,
     VectorWork,
     WeightTiling,
     Work,
@@ -77,14 +76,15 @@ class GenericTarget:
             return work.ns
         if isinstance(work, MatrixWork):
             return work.mvms * work.rows * work.cols
-        if isinstance(work, VectorWork):
+        if isinstance(work, VectorWork | MoveWork):
             return work.elements
         raise TypeError(f"unknown work {work!r}")
 
-    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+    def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
+        """``ceil(bytes × ns_per_byte)`` between distinct cores (no endpoint memory to omit)."""
         return 0 if src == dst else math.ceil(nbytes * self.ns_per_byte)
 
-    def mean_transfer_ns(self, nbytes: int) -> int:
+    def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         return 0 if self.num_cores == 1 else math.ceil(nbytes * self.ns_per_byte)
 
     def global_read_ns(self, nbytes: int) -> int:
@@ -97,13 +97,9 @@ class GenericTarget:
     def warnings(self) -> tuple[str, ...]:
         return ()
 
-    def step_timing(self) -> StepTiming:
-        """Whole transfers only (`ProtocolStepTiming`): a generic core has no phase prices.
-
-        scheduling.md asks for an ``unavailable`` periodic report on such targets;
-        the protocol-derived prices are kept until issue #17 changes the report.
-        """
-        return ProtocolStepTiming(self)
+    def step_timing(self) -> None:
+        """None: whole transfers only, no phase prices (periodic reports are ``unavailable``)."""
+        return None
 
     def exchange(self) -> None:
         """None: not a bulk-synchronous exchange machine."""

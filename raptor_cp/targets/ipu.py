@@ -45,8 +45,7 @@ from raptor_cp.errors import InvalidConfigError, InvalidInstanceError
 from raptor_cp.targets.base import (
     FixedWork,
     MatrixWork,
-    ProtocolStepTiming,
-    StepTiming,
+    MoveWork,
     VectorWork,
     WeightTiling,
     Work,
@@ -235,15 +234,29 @@ class IpuTarget:
             return self.cycles_ns(self.matrix_cycles(work))
         if isinstance(work, VectorWork):
             return self.cycles_ns(self.vector_cycles(work))
+        if isinstance(work, MoveWork):
+            # A copy within tile memory: one load/store pass, i.e. a one-operand vector op
+            # over every run (a stride changes addressing, not the pass count).
+            copy = VectorWork(1, 1, work.bits)
+            return self.cycles_ns(
+                sum(
+                    count * self.vector_cycles(replace(copy, elements=n))
+                    for count, n in work.blocks
+                )
+            )
         raise TypeError(f"unknown work {work!r}")
 
-    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
-        """One sync plus ``nbytes`` at the exchange rate; 0 on the same tile."""
+    def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
+        """One sync plus ``nbytes`` at the exchange rate; 0 on the same tile.
+
+        The exchange writes straight into the receiver's buffer, so a ``direct``
+        receive costs the same.
+        """
         if src == dst:
             return 0
         return self.superstep_ns(0, nbytes)
 
-    def mean_transfer_ns(self, nbytes: int) -> int:
+    def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         """Every pair of distinct tiles costs the same; 0 on a one-tile chip."""
         return 0 if self.chip.tiles == 1 else self.superstep_ns(0, nbytes)
 
@@ -259,9 +272,9 @@ class IpuTarget:
     def warnings(self) -> tuple[str, ...]:
         return ()
 
-    def step_timing(self) -> StepTiming:
-        """Whole transfers only (`ProtocolStepTiming`): the exchange is priced per superstep."""
-        return ProtocolStepTiming(self)
+    def step_timing(self) -> None:
+        """None: whole transfers only, no phase prices (periodic reports are ``unavailable``)."""
+        return None
 
     def instruction_frontend(self) -> None:
         """None: no instruction format is modelled for this target."""

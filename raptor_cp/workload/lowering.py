@@ -14,17 +14,39 @@ decomposition (ARCHITECTURE.md, "The PIM lowering", after PIMCOMP-NN):
   vector task per column block that sums the partial results;
 - a VECTOR operation is one task per lane, a TASK operation one task with its
   named resident weights (one name, one weight);
-- INPUT operations have no task: their data comes from global memory and edges
-  from them are dropped. VIEW operations have no task either: a consumer of a
-  view depends on the view's sources (see `_Lowering.sources`).
+- a TRANSPOSE or CONCAT operation is one task per lane that copies its runs
+  (`raptor_cp.workload.movement`): a transpose charges memory traffic per run and
+  strided vector work, a concatenation one block per input and outer row. Its
+  *nominal* cost (`ComputeGraph.nominal_cost`, used by partitioning and packing)
+  counts a transpose as one bulk move of the lane's elements; its physical cost
+  is the run decomposition (scheduling-implementation.md, "Priorities,
+  placement, and recovery limits"). A concatenation's inputs are received
+  directly into its assembly storage: an edge carrying a producer's whole
+  fragment is a ``DIRECT_RECEIVE`` and omits the endpoint-memory charges its
+  block copy already makes (scheduling.md, "Costs and interpretation");
+- INPUT operations have no task: their data comes from global memory. VIEW
+  operations have no task either: a consumer of a view depends on the view's
+  sources (see `_Lowering.sources`).
 
 Edge bytes are exact projections (seeds, "Transfer accounting"): a consumer lane's
 rows are projected through its `RowWindow` onto the producer's rows, and every
-producer lane (and column block) overlapping them is charged separately, rounded
-up per fragment. One approximation: an array-group task receives only its row
-slice's share of the input, ``ceil(bytes * slice_height / weight_height)``,
-because the unrolled input vector is cut along the weight rows; the real share
-of a sliding window depends on which kernel positions the slice holds.
+producer lane (and column block) overlapping them is charged separately. Sizes
+are carried in bits and rounded up to bytes once per fragment, so sub-byte
+payloads stay analyzable (a 4-bit row of 3 elements is not rounded to 2 bytes
+before it is multiplied by its rows); byte-addressed PIM communication lowering
+rejects them later (`raptor_cp.pipeline.realize`). One approximation: an
+array-group task receives only its row slice's share of the input,
+``ceil(bits * slice_height / weight_height)``, because the unrolled input vector
+is cut along the weight rows; the real share of a sliding window depends on
+which kernel positions the slice holds.
+
+Baseline memory (`raptor_cp.graph.BaselineMemory`, the seeds' separate estimate
+for function inputs, constants and outputs): a task reading a model input loads
+its projected fragments from global memory (one request per fragment); the
+publishing tasks of an operation load their lane's share of each of its
+constants (the whole constant when it is broadcast over the rows); and the
+publishing tasks of every operation no other operation reads (the function
+outputs) store their fragments.
 
 Costs are priced once per distinct work description by the target. Capacity is
 not checked here: callers run `ComputeGraph.validate` with the target's
@@ -34,28 +56,49 @@ capacities.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from raptor_cp.errors import InvalidInputError
-from raptor_cp.graph import ComputeGraph
+from raptor_cp.graph import (
+    DIRECT_RECEIVE,
+    PLAIN,
+    SCALAR_PROJECTION,
+    BaselineMemory,
+    ComputeGraph,
+)
 from raptor_cp.targets.base import (
     FixedWork,
     MatrixWork,
+    MoveWork,
     SchedulingTarget,
     VectorWork,
     WeightTiling,
     Work,
 )
-from raptor_cp.workload.model import Operation, OpKind, RowWindow, WindowKind, Workload
+from raptor_cp.workload.model import (
+    Operation,
+    OpKind,
+    RowWindow,
+    WindowKind,
+    Workload,
+    lane_rows,
+)
+from raptor_cp.workload.movement import concat_blocks, transpose_runs
 
 TASK_BUDGET = 20_000
 """Largest graph `default_lanes` aims for (see there)."""
 
-Fragment = tuple[int, int]
-"""(producer task, bytes) of one projected piece of an input."""
+Fragment = tuple[int, int, bool]
+"""(producer task, bits, through a scalar projection) of one projected piece of an input."""
+GLOBAL = -1
+"""The producer of a model input's fragments: global memory (a baseline load, no edge)."""
+UNKNOWN_OUTPUT = -8
+"""Output bits of a TASK (its output size is not given): `ComputeGraph.output_bytes` -1."""
+_ONE_TASK_PER_LANE = (OpKind.VECTOR, OpKind.TRANSPOSE, OpKind.CONCAT)
 
 
 def _ceil_div(numerator: int, denominator: int) -> int:
@@ -80,8 +123,8 @@ def _tiling(op: Operation, target: SchedulingTarget, where: str) -> WeightTiling
 
 
 def _tasks_per_lane(op: Operation, target: SchedulingTarget, where: str) -> int:
-    """Tasks one lane of a WEIGHTED or VECTOR operation lowers to."""
-    if op.kind is OpKind.VECTOR:
+    """Tasks one lane of a WEIGHTED, VECTOR, TRANSPOSE or CONCAT operation lowers to."""
+    if op.kind in _ONE_TASK_PER_LANE:
         return 1
     tiling = _tiling(op, target, where)
     slices, blocks = len(tiling.row_slices), len(tiling.column_blocks)
@@ -108,7 +151,7 @@ def default_lanes(workload: Workload, target: SchedulingTarget) -> int:
     for op in workload.operations:
         if op.kind is OpKind.TASK:
             fixed += 1
-        elif op.kind in (OpKind.VECTOR, OpKind.WEIGHTED):
+        elif op.kind in (*_ONE_TASK_PER_LANE, OpKind.WEIGHTED):
             laned.append((op.rows, _tasks_per_lane(op, target, where)))
     if not laned:
         return 1
@@ -164,27 +207,29 @@ class _Publisher:
     bounds: list[int]
     """Lane row boundaries (length lanes + 1)."""
     tasks: list[list[int]]
-    """Publishing task per lane and column block."""
+    """Publishing task per lane and column block (`GLOBAL` for a model input)."""
     block_widths: tuple[int, ...]
-    row_bytes: int
+    row_bits: int
+    """Bits of one output row (elements x element bits, not rounded)."""
 
-    def fragments(self, lo: int, hi: int) -> list[Fragment]:
-        """Each producer fragment overlapping rows ``[lo, hi)`` with its bytes.
+    def fragments(self, lo: int, hi: int, scalar: bool = False) -> list[Fragment]:
+        """Each producer fragment overlapping rows ``[lo, hi)`` with its bits.
 
         With several column blocks, a block carries its share of the row's
-        columns, rounded up per fragment.
+        columns, rounded up to whole bits per fragment. ``scalar`` marks them as
+        read through a scalar projection.
         """
         found: list[Fragment] = []
         width = sum(self.block_widths)
         lane = bisect.bisect_right(self.bounds, lo) - 1
         while lane < len(self.tasks) and self.bounds[lane] < hi:
             overlap = min(hi, self.bounds[lane + 1]) - max(lo, self.bounds[lane])
-            nbytes = overlap * self.row_bytes
+            bits = overlap * self.row_bits
             if len(self.block_widths) == 1:
-                found.append((self.tasks[lane][0], nbytes))
+                found.append((self.tasks[lane][0], bits, scalar))
             else:
                 found.extend(
-                    (task, _ceil_div(nbytes * block, width))
+                    (task, _ceil_div(bits * block, width), scalar)
                     for task, block in zip(self.tasks[lane], self.block_widths, strict=True)
                 )
             lane += 1
@@ -203,31 +248,54 @@ class _Lowering:
         self.published: dict[str, _Publisher] = {}
         self.names: list[str] = []
         self.cost: list[int] = []
+        self.nominal: list[int] = []
         self.operation: list[int] = []
         self.lane: list[int] = []
         self.task_weights: list[tuple[int, ...]] = []
+        self.output_bits: list[int] = []
+        self.payload_bits: list[int] = []
         self.operation_names: list[str] = []
+        self.operation_types: list[str] = []
         self.weight_ids: dict[str, int] = {}
         self.weight_size: list[int] = []
         self.src: list[int] = []
         self.dst: list[int] = []
         self.nbytes: list[int] = []
+        self.kind: list[int] = []
+        self.memory: list[tuple[int, int, bool]] = []
+        """Baseline requests: (task, bytes, write)."""
         self.prices: dict[Work, int] = {}
         self.projected: dict[tuple[str, int, int], list[Fragment]] = {}
         """Fragments behind rows [a, b) of an input, memoised: ALL windows repeat them."""
 
     # -- building blocks -------------------------------------------------------
 
-    def task(self, name: str, work: Work, lane: int, weights: tuple[int, ...] = ()) -> int:
-        """Append a task priced by the target (memoised per work description)."""
+    def price(self, work: Work) -> int:
+        """The target's price of ``work``, memoised per work description."""
         price = self.prices.get(work)
         if price is None:
             price = self.prices[work] = self.target.execution_ns(work)
+        return price
+
+    def task(
+        self,
+        name: str,
+        work: Work,
+        lane: int,
+        output_bits: int,
+        weights: tuple[int, ...] = (),
+        nominal: Work | None = None,
+    ) -> int:
+        """Append a task priced by the target; ``nominal`` prices its priority if it differs."""
+        op = self.ops[self.operation_names[-1]]
         self.names.append(name)
-        self.cost.append(price)
+        self.cost.append(self.price(work))
+        self.nominal.append(self.cost[-1] if nominal is None else self.price(nominal))
         self.operation.append(len(self.operation_names) - 1)
         self.lane.append(lane)
         self.task_weights.append(weights)
+        self.output_bits.append(output_bits)
+        self.payload_bits.append(op.bits)
         return len(self.names) - 1
 
     def weight(self, op: Operation, name: str, size: int) -> int:
@@ -247,33 +315,81 @@ class _Lowering:
             )
         return known
 
-    def edges(self, fragments: Sequence[Fragment], consumer: int) -> None:
-        self.src.extend([producer for producer, _ in fragments])
-        self.nbytes.extend([nbytes for _, nbytes in fragments])
-        self.dst.extend([consumer] * len(fragments))
+    def edges(self, fragments: Sequence[Fragment], consumer: int, direct: bool = False) -> None:
+        """Edges from the producers of ``fragments`` (bits) to ``consumer``, in whole bytes.
+
+        A model input's fragment is a baseline load of ``consumer`` instead. With
+        ``direct`` (an assembly consumer), a fragment that is its producer's whole
+        output is a direct receive.
+        """
+        for producer, bits, scalar in fragments:
+            nbytes = _ceil_div(bits, 8)
+            if producer == GLOBAL:
+                self.memory.append((consumer, nbytes, False))
+                continue
+            self.src.append(producer)
+            self.dst.append(consumer)
+            self.nbytes.append(nbytes)
+            if scalar:
+                self.kind.append(SCALAR_PROJECTION)
+            elif direct and bits == self.output_bits[producer]:
+                self.kind.append(DIRECT_RECEIVE)
+            else:
+                self.kind.append(PLAIN)
+
+    def constants(
+        self,
+        op: Operation,
+        lo: int,
+        hi: int,
+        publishers: Sequence[int],
+        widths: Sequence[int] = (1,),
+    ) -> None:
+        """Baseline loads of ``op``'s constants for output rows ``[lo, hi)``.
+
+        A constant with the operation's rows is read in its lane's share, any other
+        whole; with several column blocks (``widths``) each publisher loads its
+        block's share.
+        """
+        for shape in op.constants:
+            rows = lane_rows(shape)
+            elements = math.prod(shape)
+            if len(shape) >= 2 and rows == op.rows:
+                elements = elements // rows * (hi - lo)
+            bits = elements * op.bits
+            for task, width in zip(publishers, widths, strict=True):
+                share = _ceil_div(bits * width, sum(widths))
+                self.memory.append((task, _ceil_div(share, 8), False))
 
     # -- dependencies ----------------------------------------------------------
 
-    def sources(self, name: str, lo: int, hi: int) -> list[tuple[_Publisher, int, int]]:
+    def sources(
+        self, name: str, lo: int, hi: int, scalar: bool = False
+    ) -> list[tuple[_Publisher, int, int, bool]]:
         """Task-producing operations and row ranges behind rows ``[lo, hi)`` of ``name``.
 
         Views are collapsed: a SAME-window view onto a source with as many rows keeps
-        the rows, any other view needs all rows of its source (conservative, as the
-        seeds keep complete producer dependencies for unproven projections).
-        INPUT operations publish nothing.
+        the rows; a scalar-index view (a SLIDING window of stride 0, a Gather of one
+        lane row) projects onto its row and marks the read as a scalar projection;
+        any other view needs all rows of its source (conservative, as the seeds keep
+        complete producer dependencies for unproven projections). A model input
+        publishes `GLOBAL` fragments.
         """
         op = self.ops[name]
         if op.kind is OpKind.VIEW:
-            found: list[tuple[_Publisher, int, int]] = []
+            found: list[tuple[_Publisher, int, int, bool]] = []
             for source, window in zip(op.inputs, op.windows, strict=True):
                 rows = self.ops[source].rows
                 if window.kind is WindowKind.SAME and rows == op.rows:
-                    found += self.sources(source, lo, hi)
+                    found += self.sources(source, lo, hi, scalar)
+                elif window.kind is WindowKind.SLIDING and window.stride == 0:
+                    first, last = window.input_rows(lo, hi, rows)
+                    found += self.sources(source, first, last, True) if first < last else []
                 else:
-                    found += self.sources(source, 0, rows)
+                    found += self.sources(source, 0, rows, scalar)
             return found
         publisher = self.published.get(name)
-        return [] if publisher is None else [(publisher, lo, hi)]
+        return [] if publisher is None else [(publisher, lo, hi, scalar)]
 
     def input_fragments(self, name: str, window: RowWindow, lo: int, hi: int) -> list[Fragment]:
         """Producer fragments that consumer rows ``[lo, hi)`` read from input ``name``."""
@@ -283,8 +399,8 @@ class _Lowering:
         found = self.projected.get((name, first, last))
         if found is None:
             found = []
-            for publisher, a, b in self.sources(name, first, last):
-                found += publisher.fragments(a, b)
+            for publisher, a, b, scalar in self.sources(name, first, last):
+                found += publisher.fragments(a, b, scalar)
             self.projected[name, first, last] = found
         return found
 
@@ -297,15 +413,21 @@ class _Lowering:
     # -- operations ------------------------------------------------------------
 
     def add(self, op: Operation) -> None:
-        if op.kind in (OpKind.INPUT, OpKind.VIEW):
+        if op.kind is OpKind.INPUT:
+            self.published[op.name] = _Publisher(
+                [0, op.rows], [[GLOBAL]], (1,), op.row_elements * op.bits
+            )
+            return
+        if op.kind is OpKind.VIEW:
             return
         self.operation_names.append(op.name)
+        self.operation_types.append(op.op_type)
         if op.kind is OpKind.WEIGHTED:
             self.add_weighted(op)
-        elif op.kind is OpKind.VECTOR:
-            self.add_vector(op)
-        else:
+        elif op.kind is OpKind.TASK:
             self.add_task(op)
+        else:
+            self.add_laned(op)
 
     def add_weighted(self, op: Operation) -> None:
         tiling = _tiling(op, self.target, self.where)
@@ -316,54 +438,74 @@ class _Lowering:
             for s in range(len(slices))
         ]
         bounds = _lane_bounds(op.rows, self.lanes)
+        width = sum(blocks)
         published: list[list[int]] = []
         for lane in range(len(bounds) - 1):
             lo, hi = bounds[lane], bounds[lane + 1]
             mvms = (hi - lo) * op.mvm_per_row
+            fragment_bits = (hi - lo) * op.row_elements * op.bits
+            shares = [_ceil_div(fragment_bits * b, width) for b in blocks]
             incoming = self.fragments(op, lo, hi)
-            shares: dict[int, list[Fragment]] = {}  # slices of equal height read equal shares
+            by_height: dict[int, list[Fragment]] = {}  # slices of equal height read equal shares
             groups: list[list[int]] = []
             for s, height in enumerate(slices):
-                share = shares.get(height)
+                share = by_height.get(height)
                 if share is None:
-                    share = shares[height] = [
-                        (src, _ceil_div(b * height, op.weight_height)) for src, b in incoming
+                    share = by_height[height] = [
+                        (src, _ceil_div(b * height, op.weight_height), scalar)
+                        for src, b, scalar in incoming
                     ]
                 row: list[int] = []
-                for c, width in enumerate(blocks):
-                    work = MatrixWork(mvms, height, width, crossbars[c], op.bits)
-                    row.append(
-                        self.task(f"{op.name}/l{lane}/ag{s}.{c}", work, lane, (weights[s][c],))
-                    )
+                for c, block in enumerate(blocks):
+                    work = MatrixWork(mvms, height, block, crossbars[c], op.bits)
+                    partial = mvms * block * op.bits if len(slices) > 1 else shares[c]
+                    name = f"{op.name}/l{lane}/ag{s}.{c}"
+                    row.append(self.task(name, work, lane, partial, (weights[s][c],)))
                     self.edges(share, row[-1])
                 groups.append(row)
             if len(slices) == 1:
                 published.append(groups[0])
-                continue
-            sums: list[int] = []
-            for c, width in enumerate(blocks):
-                work = VectorWork((len(slices) - 1) * mvms * width, 2, op.bits)
-                sums.append(self.task(f"{op.name}/l{lane}/sum.{c}", work, lane))
-                partial = _ceil_div(mvms * width * op.bits, 8)
-                self.edges([(group[c], partial) for group in groups], sums[-1])
-            published.append(sums)
-        self.published[op.name] = _Publisher(bounds, published, blocks, op.row_bytes)
+            else:
+                sums: list[int] = []
+                for c, block in enumerate(blocks):
+                    work = VectorWork((len(slices) - 1) * mvms * block, 2, op.bits)
+                    sums.append(self.task(f"{op.name}/l{lane}/sum.{c}", work, lane, shares[c]))
+                    partial = mvms * block * op.bits
+                    self.edges([(group[c], partial, False) for group in groups], sums[-1])
+                published.append(sums)
+            self.constants(op, lo, hi, published[-1], blocks)
+        self.published[op.name] = _Publisher(bounds, published, blocks, op.row_elements * op.bits)
 
-    def add_vector(self, op: Operation) -> None:
+    def add_laned(self, op: Operation) -> None:
+        """VECTOR, TRANSPOSE and CONCAT operations: one task per lane."""
         bounds = _lane_bounds(op.rows, self.lanes)
         published: list[list[int]] = []
         for lane in range(len(bounds) - 1):
             lo, hi = bounds[lane], bounds[lane + 1]
-            work = VectorWork((hi - lo) * op.vector_per_row, op.vector_operands, op.bits)
-            task = self.task(f"{op.name}/l{lane}", work, lane)
-            self.edges(self.fragments(op, lo, hi), task)
+            work, nominal = self.laned_work(op, lo, hi)
+            bits = (hi - lo) * op.row_elements * op.bits
+            task = self.task(f"{op.name}/l{lane}", work, lane, bits, nominal=nominal)
+            self.edges(self.fragments(op, lo, hi), task, direct=op.kind is OpKind.CONCAT)
+            self.constants(op, lo, hi, [task])
             published.append([task])
-        self.published[op.name] = _Publisher(bounds, published, (1,), op.row_bytes)
+        self.published[op.name] = _Publisher(bounds, published, (1,), op.row_elements * op.bits)
+
+    def laned_work(self, op: Operation, lo: int, hi: int) -> tuple[Work, Work | None]:
+        """The physical work of output rows ``[lo, hi)`` and its nominal work if different."""
+        if op.kind is OpKind.VECTOR:
+            return VectorWork((hi - lo) * op.vector_per_row, op.vector_operands, op.bits), None
+        if op.kind is OpKind.TRANSPOSE:
+            blocks, strided = transpose_runs(op.move_shapes[0], op.perm, lo, hi)
+            bulk = MoveWork(((1, (hi - lo) * op.row_elements),), op.bits)
+            return MoveWork(blocks, op.bits, strided), bulk
+        pieces = concat_blocks(op.move_shapes, op.axis, lo, hi)
+        blocks = tuple(pair for piece in pieces for pair in piece if pair[0] and pair[1])
+        return MoveWork(blocks, op.bits), None
 
     def add_task(self, op: Operation) -> None:
         """One task; ``input_bytes[k]`` is split over input ``k``'s producer fragments.
 
-        The split is proportional to the fragments' projected bytes, rounded up, so
+        The split is proportional to the fragments' projected sizes, rounded up, so
         a single producer task (every STG graph) receives exactly ``input_bytes[k]``.
         """
         if op.input_bytes and len(op.input_bytes) != len(op.inputs):
@@ -372,29 +514,51 @@ class _Lowering:
                 f"{len(op.input_bytes)} input_bytes"
             )
         weights = tuple(dict.fromkeys(self.weight(op, name, size) for name, size in op.resident))
-        task = self.task(op.name, FixedWork(op.task_cost), 0, weights)
+        task = self.task(op.name, FixedWork(op.task_cost), 0, UNKNOWN_OUTPUT, weights)
         for k, (name, window) in enumerate(zip(op.inputs, op.windows, strict=True)):
             incoming = self.input_fragments(name, window, 0, op.rows)
-            wanted = op.input_bytes[k] if op.input_bytes else 0
-            total = sum(b for _, b in incoming)
-            self.edges([(src, _ceil_div(wanted * b, total)) for src, b in incoming], task)
-        self.published[op.name] = _Publisher([0, op.rows], [[task]], (1,), op.row_bytes)
+            wanted = 8 * op.input_bytes[k] if op.input_bytes else 0
+            total = sum(b for _, b, _ in incoming)
+            split = [(src, _ceil_div(wanted * b, total), sc) for src, b, sc in incoming]
+            self.edges(split, task)
+        self.published[op.name] = _Publisher(
+            [0, op.rows], [[task]], (1,), op.row_elements * op.bits
+        )
+
+    def outputs(self) -> None:
+        """Baseline stores of the function outputs: operations no operation reads."""
+        read = {name for op in self.workload.operations for name in op.inputs}
+        for op in self.workload.operations:
+            if op.name in read or op.kind is OpKind.INPUT:
+                continue
+            for publisher, lo, hi, _ in self.sources(op.name, 0, op.rows):
+                for task, bits, _ in publisher.fragments(lo, hi):
+                    if task != GLOBAL:
+                        self.memory.append((task, _ceil_div(bits, 8), True))
 
     # -- result ----------------------------------------------------------------
 
     def graph(self) -> ComputeGraph:
         """The finished graph; parallel edges merged, edges sorted by (dst, src)."""
+        self.outputs()
         n = len(self.names)
         src = np.asarray(self.src, dtype=np.int64)
         dst = np.asarray(self.dst, dtype=np.int64)
         nbytes = np.asarray(self.nbytes, dtype=np.int64)
+        kind = np.asarray(self.kind, dtype=np.int64)
         if src.size:
             key = dst * n + src
             order = np.argsort(key, kind="stable")
-            key, nbytes = key[order], nbytes[order]
+            key, nbytes, kind = key[order], nbytes[order], kind[order]
             starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-            key, nbytes = key[starts], np.add.reduceat(nbytes, starts)
+            key = key[starts]
+            nbytes = np.add.reduceat(nbytes, starts)
+            # Merged reads: a scalar part keeps the store apart; direct only if all parts are.
+            scalar = np.maximum.reduceat(kind == SCALAR_PROJECTION, starts)
+            direct = np.minimum.reduceat(kind == DIRECT_RECEIVE, starts)
+            kind = np.where(scalar, SCALAR_PROJECTION, np.where(direct, DIRECT_RECEIVE, PLAIN))
             src, dst = key % n, key // n
+        memory = sorted(self.memory)
         return ComputeGraph(
             names=tuple(self.names),
             cost=np.asarray(self.cost, dtype=np.int64),
@@ -408,4 +572,15 @@ class _Lowering:
             lane=np.asarray(self.lane, dtype=np.int64),
             operation_names=tuple(self.operation_names),
             name=self.workload.name,
+            nominal_cost=np.asarray(self.nominal, dtype=np.int64),
+            edge_kind=kind,
+            output_bytes=np.asarray([_ceil_div(b, 8) for b in self.output_bits], np.int64),
+            # UNKNOWN_OUTPUT rounds to -1: "unknown, estimate from the reads".
+            payload_bits=np.asarray(self.payload_bits, dtype=np.int64),
+            operation_types=tuple(self.operation_types),
+            baseline=BaselineMemory(
+                np.asarray([m[0] for m in memory], dtype=np.int64),
+                np.asarray([m[1] for m in memory], dtype=np.int64),
+                np.asarray([m[2] for m in memory], dtype=bool),
+            ),
         )

@@ -29,6 +29,10 @@ class OpKind(enum.Enum):
     """Element-wise, reduction, pooling or activation-activation work on the vector unit."""
     VIEW = "view"
     """A runtime-free view or shape-plumbing node (cost 0, no task)."""
+    TRANSPOSE = "transpose"
+    """A permutation that moves data: memory traffic, strided vector work (one task per lane)."""
+    CONCAT = "concat"
+    """A concatenation: one block copy per input and outer row (one task per lane)."""
     TASK = "task"
     """A plain task with a given integer cost (STG and hand-made task graphs)."""
 
@@ -100,6 +104,15 @@ class Operation:
     vector_per_row, vector_operands:
         For VECTOR: vector-unit elements processed per output row, and whether the
         op reads one or two operand streams.
+    perm, axis, move_shapes:
+        For TRANSPOSE: ``perm`` (output dim ``i`` is input dim ``perm[i]``) and
+        ``move_shapes`` = (input shape,). For CONCAT: ``axis`` (normalised) and
+        ``move_shapes`` = every operand's shape in order, constants included (see
+        `raptor_cp.workload.movement`).
+    constants:
+        Shapes of the constant tensors the operation reads at run time (biases,
+        scales, constant operands; not crossbar weights): the seeds' baseline
+        memory estimate loads them.
     task_cost:
         For TASK: the given integer cost.
     """
@@ -116,6 +129,10 @@ class Operation:
     mvm_per_row: int = 0
     vector_per_row: int = 0
     vector_operands: int = 1
+    perm: tuple[int, ...] = ()
+    axis: int = 0
+    move_shapes: tuple[tuple[int, ...], ...] = ()
+    constants: tuple[tuple[int, ...], ...] = ()
     task_cost: int = 0
     input_bytes: tuple[int, ...] = field(default=())
     """For TASK graphs only: bytes sent along each input edge (empty means 0)."""
@@ -149,9 +166,9 @@ class Operation:
         return math.prod(self.output_shape)
 
     @property
-    def row_bytes(self) -> int:
-        """Bytes of one output row (rounded up once per row)."""
-        return math.ceil(self.elements // self.rows * self.bits / 8)
+    def row_elements(self) -> int:
+        """Elements of one output row."""
+        return self.elements // self.rows
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,13 @@ rows depend on input rows) and drops the rest:
   `Operation` as in PIMCOMP-NN's decomposition (see ARCHITECTURE.md, "The PIM
   lowering"): Conv/Gemm/MatMul with a constant right operand are WEIGHTED,
   activation-activation MatMuls, element-wise ops, normalisations, pooling and
-  reductions are VECTOR, reshapes and friends are zero-cost VIEWs. Any other
-  operator raises `UnsupportedOperatorError`: nothing is dropped silently.
+  reductions are VECTOR, Transposes that move data are TRANSPOSE and Concats
+  CONCAT (cost-bearing data movement, `raptor_cp.workload.movement`), reshapes
+  and friends (and transposes of unit dimensions only) are zero-cost VIEWs. Any
+  other operator raises `UnsupportedOperatorError`: nothing is dropped silently.
+* **Constants** (initializers and shape-path values read on the data path, other
+  than a crossbar weight) are recorded per operation (`Operation.constants`) for
+  the baseline memory estimate.
 
 Rows are the lane axis ``shape[-2]`` (`raptor_cp.workload.model`); a window says
 which input rows an output row reads.
@@ -43,6 +48,7 @@ from raptor_cp.workload.model import (
     Workload,
     lane_rows,
 )
+from raptor_cp.workload.movement import is_runtime_free
 from raptor_cp.workload.onnx_graph import (
     OnnxGraph,
     Shape,
@@ -66,15 +72,17 @@ _ELEMENTWISE = frozenset(
 )  # fmt: skip
 _SAME_VIEWS = frozenset({"Identity", "Dropout"})
 _ALL_VIEWS = frozenset(
-    {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Slice", "Gather",
-     "Expand", "Split"}
+    {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Slice", "Gather", "Expand", "Split"}
 )  # fmt: skip
+_MOVES = frozenset({"Transpose", "Concat"})
 _POOLS = frozenset({"MaxPool", "AveragePool"})
 _REDUCTIONS = frozenset(
     {"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax"}
 )
 _MATMULS = frozenset({"MatMul", "Gemm"})
-_SUPPORTED = _ELEMENTWISE | _SAME_VIEWS | _ALL_VIEWS | _POOLS | _REDUCTIONS | _MATMULS | {"Conv"}
+_SUPPORTED = (
+    _ELEMENTWISE | _SAME_VIEWS | _ALL_VIEWS | _MOVES | _POOLS | _REDUCTIONS | _MATMULS | {"Conv"}
+)
 _MULTI_OUTPUT = frozenset({"Split"})
 """Data-path ops whose outputs beyond the first may be used (one VIEW per output)."""
 
@@ -135,6 +143,11 @@ class _Lowered:
     mvm_per_row: int = 0
     vector_per_row: int = 0
     vector_operands: int = 1
+    perm: tuple[int, ...] = ()
+    axis: int = 0
+    move_shapes: tuple[Shape, ...] = ()
+    weight: str | None = None
+    """The static input held in crossbars (not a run-time constant)."""
 
 
 class _Lowering:
@@ -169,6 +182,8 @@ class _Lowering:
             **dict.fromkeys(_POOLS, self._pool),
             **dict.fromkeys(_REDUCTIONS, self._reduction),
             **dict.fromkeys(_SAME_VIEWS | _ALL_VIEWS, self._view),
+            "Transpose": self._transpose,
+            "Concat": self._concat,
         }
         for index, node in enumerate(self.graph.nodes):
             if self.graph.static_node[index]:
@@ -186,10 +201,24 @@ class _Lowering:
                     self._emit(tensor, tensor, node.op_type, self._view(node, tensor))
             else:
                 lowered = handlers[node.op_type](node, outputs[0])
-                self._emit(label, outputs[0], node.op_type, lowered)
+                self._emit(label, outputs[0], node.op_type, lowered, self._constants(node, lowered))
         return self.operations
 
-    def _emit(self, base: str, tensor: str, op_type: str, lowered: _Lowered) -> None:
+    def _constants(self, node: onnx.NodeProto, lowered: _Lowered) -> tuple[Shape, ...]:
+        """Shapes of the static tensors ``node`` reads at run time (not views, not weights)."""
+        if lowered.kind is OpKind.VIEW:
+            return ()
+        statics = [x for x in node.input if x and x in self.graph.static and x != lowered.weight]
+        return tuple(shape for x in statics if (shape := self.shapes.get(x)) is not None)
+
+    def _emit(
+        self,
+        base: str,
+        tensor: str,
+        op_type: str,
+        lowered: _Lowered,
+        constants: tuple[Shape, ...] = (),
+    ) -> None:
         """Append the Operation producing ``tensor`` under a unique name derived from ``base``.
 
         A clashing name gets the first free suffix ``#2``, ``#3``... in graph order.
@@ -214,6 +243,10 @@ class _Lowering:
                 mvm_per_row=lowered.mvm_per_row,
                 vector_per_row=lowered.vector_per_row,
                 vector_operands=lowered.vector_operands,
+                perm=lowered.perm,
+                axis=lowered.axis,
+                move_shapes=lowered.move_shapes,
+                constants=constants,
             )
         )
 
@@ -278,6 +311,7 @@ class _Lowering:
             weight_height=math.prod(w[1:]),
             weight_width=w[0],
             mvm_per_row=y[3],
+            weight=node.input[1],
         )
 
     def _matmul(self, node: onnx.NodeProto, output: str) -> _Lowered:
@@ -321,6 +355,7 @@ class _Lowering:
             weight_height=k,
             weight_width=n,
             mvm_per_row=math.prod(so) // n // lane_rows(so),
+            weight=b,
         )
 
     def _rows_reduced(self, node: onnx.NodeProto, rank: int) -> bool:
@@ -377,9 +412,89 @@ class _Lowering:
             vector_per_row=-(-math.prod(x) // lane_rows(y)),
         )
 
+    def _transpose(self, node: onnx.NodeProto, output: str) -> _Lowered:
+        """A permutation that moves data, or a view when it only moves unit dimensions.
+
+        Output row ``r`` reads input row ``r`` when the lane axis stays in place,
+        otherwise every input row.
+        """
+        (source,) = self._activations(node)
+        shape = self.shape(source)
+        perm = tuple(int(p) for p in _attribute(node, "perm", range(len(shape))[::-1]))
+        if is_runtime_free(shape, perm):
+            return self._view(node, output)
+        rank = len(shape)
+        same = perm[rank - 2] == rank - 2 and lane_rows(shape) == lane_rows(self.shape(output))
+        return _Lowered(
+            OpKind.TRANSPOSE,
+            (source,),
+            (SAME_ROWS if same else ALL_ROWS,),
+            perm=perm,
+            move_shapes=(shape,),
+        )
+
+    def _concat(self, node: onnx.NodeProto, output: str) -> _Lowered:
+        """One block per input and outer row; constant inputs are copied too.
+
+        Along the lane axis an input's rows are shifted by the rows before it (a
+        kernel-1 sliding window with that offset as padding); along any other axis
+        the rows line up (SAME).
+        """
+        inputs = [x for x in node.input if x]
+        shapes = tuple(self.shape(x) for x in inputs)
+        rank = len(shapes[0])
+        axis = int(_attribute(node, "axis", 0)) % rank
+        windows: list[RowWindow] = []
+        offset = 0
+        for x, shape in zip(inputs, shapes, strict=True):
+            if x not in self.graph.static:
+                if rank < 2:
+                    windows.append(ALL_ROWS)
+                elif axis == rank - 2:
+                    windows.append(RowWindow(WindowKind.SLIDING, pad=offset))
+                else:
+                    windows.append(SAME_ROWS)
+            offset += shape[axis]
+        return _Lowered(
+            OpKind.CONCAT,
+            self._activations(node),
+            tuple(windows),
+            axis=axis,
+            move_shapes=shapes,
+        )
+
     def _view(self, node: onnx.NodeProto, output: str) -> _Lowered:
-        """Zero-cost data movement; only Identity and Dropout keep rows in place."""
+        """Zero-cost data movement; only Identity and Dropout keep rows in place.
+
+        A Gather of one constant index along the lane axis reads one row: a scalar
+        projection (a kernel-1 window of stride 0 at that row), not all rows.
+        """
         self.shape(output)
         inputs = self._activations(node)
         window = SAME_ROWS if node.op_type in _SAME_VIEWS else ALL_ROWS
+        if node.op_type == "Gather" and len(inputs) == 1 and inputs[0] == node.input[0]:
+            row = self._lane_index(node)
+            if row is not None:
+                window = RowWindow(WindowKind.SLIDING, stride=0, pad=-row)
         return _Lowered(OpKind.VIEW, inputs, (window,) * len(inputs))
+
+    def _lane_index(self, node: onnx.NodeProto) -> int | None:
+        """The row a Gather selects when its index is one constant along the lane axis."""
+        from onnx import numpy_helper
+
+        shape = self.shape(node.input[0])
+        rank = len(shape)
+        if rank < 2 or int(_attribute(node, "axis", 0)) % rank != rank - 2:
+            return None
+        index = node.input[1]
+        tensor = self.graph.initializers.get(index)
+        if tensor is None and index in self.graph.producer:
+            constant = self.graph.nodes[self.graph.producer[index]]
+            if constant.op_type == "Constant":
+                tensor = _attribute(constant, "value", None)
+        if tensor is None:
+            return None
+        value = numpy_helper.to_array(tensor)
+        if value.shape != ():
+            return None
+        return int(value) % shape[rank - 2]

@@ -17,6 +17,12 @@ provider-less ``OP_RESHAPE`` of shape ``[256, 10]``, the weight of its
 Fused flags (``with_act``, ``with_bn``, ``with_clip``) are ignored: PIMCOMP
 folds them into the crossbar output path, so they add no operation.
 
+``OP_CONCAT`` is cost-bearing data movement (CONCAT: one block per provider and
+outer row, `raptor_cp.workload.movement`); the other view-type nodes are
+zero-cost VIEWs. Static providers other than an ``OP_MATMUL``'s crossbar weight
+(an ``OP_ELTWISE`` constant operand, say) are recorded as run-time constants
+(`Operation.constants`) for the baseline memory estimate.
+
 References
 ----------
 X. Sun et al., "PIMCOMP: An End-to-End DNN Compiler for Processing-In-Memory
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +51,9 @@ from raptor_cp.workload.model import (
     lane_rows,
 )
 
-_VIEW_OPS = ("OP_CONCAT", "OP_DROPOUT", "OP_FLATTEN", "OP_RESHAPE", "OP_SHUFFLE")
+_VIEW_OPS = ("OP_DROPOUT", "OP_FLATTEN", "OP_RESHAPE", "OP_SHUFFLE")
+_STATIC_WHEN_PROVIDERS_ARE = (*_VIEW_OPS, "OP_CONCAT")
+"""Node types holding a constant when all their providers are static."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +163,7 @@ def pimcomp_workload(document: Any, source: str, bits: int | None = None) -> Wor
     for i in order:
         node = nodes[i]
         shapes[node.name] = node.output_shape
-        if node.op in _VIEW_OPS and all(p in static for p in node.providers):
+        if node.op in _STATIC_WHEN_PROVIDERS_ARE and all(p in static for p in node.providers):
             static.add(node.name)
             continue
         acts = [_Input(p, shapes[p]) for p in node.providers if p not in static]
@@ -163,7 +171,10 @@ def pimcomp_workload(document: Any, source: str, bits: int | None = None) -> Wor
         if node.op != "OP_INPUT" and not acts:
             raise node.error("no activation provider (every provider is a static tensor)")
         node_bits = bits if bits is not None else _node_bits(node)
-        operations.append(_BUILDERS[node.op](node, acts, statics, node_bits))
+        operation = _BUILDERS[node.op](node, acts, statics, node_bits)
+        if operation.kind is not OpKind.WEIGHTED and operation.kind is not OpKind.VIEW:
+            operation = replace(operation, constants=tuple(i.shape for i in statics))
+        operations.append(operation)
     return Workload(name=Path(source).stem, operations=tuple(operations), source=source)
 
 
@@ -434,19 +445,52 @@ def _eltwise(node: _Node, acts: list[_Input], statics: list[_Input], bits: int) 
     )
 
 
+def _concat(node: _Node, acts: list[_Input], statics: list[_Input], bits: int) -> Operation:
+    """Providers joined along ``param.axis`` (default 1, the channels), in provider order."""
+    shapes = {i.name: i.shape for i in acts + statics}
+    ordered = [shapes[p] for p in node.providers]
+    rank = len(node.output_shape)
+    axis = node.param("axis", default=1, minimum=-rank) if "param" in node.raw else 1
+    if not -rank <= axis < rank:
+        raise node.error(f"param axis {axis} outside the output rank {rank}")
+    axis %= rank
+    joined = sum(s[axis] for s in ordered) if all(len(s) == rank for s in ordered) else -1
+    others = {tuple(d for i, d in enumerate(s) if i != axis) for s in ordered}
+    expected = tuple(d for i, d in enumerate(node.output_shape) if i != axis)
+    if joined != node.output_shape[axis] or others != {expected}:
+        raise node.error(
+            f"providers {[list(s) for s in ordered]} do not concatenate along axis {axis} "
+            f"into output_dim {list(node.output_shape)}"
+        )
+    windows: list[RowWindow] = []
+    offset = 0
+    for name, shape in zip(node.providers, ordered, strict=True):
+        if name in {a.name for a in acts}:
+            if rank < 2:
+                windows.append(ALL_ROWS)
+            elif axis == rank - 2:
+                windows.append(RowWindow(WindowKind.SLIDING, pad=offset))
+            else:
+                windows.append(SAME_ROWS)
+        offset += shape[axis]
+    return Operation(
+        node.name,
+        node.op,
+        OpKind.CONCAT,
+        inputs=tuple(a.name for a in acts),
+        windows=tuple(windows),
+        output_shape=node.output_shape,
+        bits=bits,
+        axis=axis,
+        move_shapes=tuple(ordered),
+    )
+
+
 def _view(node: _Node, acts: list[_Input], statics: list[_Input], bits: int) -> Operation:
-    if node.op == "OP_CONCAT":
-        if sum(math.prod(a.shape) for a in acts) != math.prod(node.output_shape):
-            raise node.error(
-                f"output_dim {list(node.output_shape)} does not have as many elements as "
-                f"its providers together"
-            )
-        windows = tuple(ALL_ROWS for _ in acts)
-    else:
-        act = _single(node, acts)
-        _same_elements(node, act)
-        same = node.op == "OP_DROPOUT"
-        windows = (_same_or_all(act.shape, node.output_shape) if same else ALL_ROWS,)
+    act = _single(node, acts)
+    _same_elements(node, act)
+    same = node.op == "OP_DROPOUT"
+    windows = (_same_or_all(act.shape, node.output_shape) if same else ALL_ROWS,)
     return Operation(
         node.name,
         node.op,
@@ -469,5 +513,6 @@ _BUILDERS: dict[str, _Builder] = {
     "OP_LRN": _unary,
     "OP_SOFTMAX": _unary,
     "OP_ELTWISE": _eltwise,
+    "OP_CONCAT": _concat,
     **{op: _view for op in _VIEW_OPS},
 }

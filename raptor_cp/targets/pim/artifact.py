@@ -24,14 +24,25 @@ per-core `Step` lists (`raptor_cp.periodic.steps`) priced by the target, which
 `raptor_cp.periodic.events.build_events` realizes as the event graph. Each
 file is one physical core's whole work (lanes and loop iterations already
 emitted); nothing is expanded. With ROB capacity one every instruction runs
-after the previous one completes:
+after the previous one completes (scheduling.md, "Post-codegen instruction
+diagnostic"):
 
-* ``nop``, scalar ops and ``setbw`` cost one core clock each (serial scalar issue);
-* ``mvmul`` costs the target's MVM time on its array group (crossbars from
-  ``array_group_map``) at precision ``mbiw``;
-* vector ops cost the target's vector time for ``len`` elements at the current
-  input precision (``setbw``'s ``ibiw``; `DEFAULT_BITS` before any ``setbw``),
-  two operands for ``vv*`` ops, result width per COST_MODEL.md;
+* ``nop``, scalar ops and ``setbw`` cost one core clock each (serial scalar
+  issue); with ``model_issue=False`` (``--no-model-issue``) they cost nothing,
+  while SYNC keeps its instruction-defined clock;
+* widths follow the oracle (pimsim-nn ``InstDecode``, ``VectorUnit::process``,
+  ``ArrayGroup::th_processMVM``): ``setbw`` sets the input and output widths
+  (``ibiw``, ``obiw``; 0 bits before the first ``setbw``, so vector ops there
+  move no bytes); a vector op reads ``len × ceil(ibiw/8)`` bytes per operand
+  (two for ``vv*`` ops) and writes ``len × ceil(obiw/8)`` for the ops in
+  `WIDENING`, ``len × ceil(ibiw/8)`` for the others; ``mvmul`` reads and
+  computes at ``ibiw``, writes ``obiw``-wide results over its array group's
+  crossbars (``array_group_map``) and takes its weight columns from ``mbiw``;
+* ``vsoftmax`` gets no timed work: the seeds say pimsim-nn omits it before
+  fetch (scheduling.md, "Default throughput selection"), so its inputs and
+  the surrounding instructions keep their costs and it adds none. pimsim-nn
+  f7446df in fact *rejects* ``vsoftmax`` (exit 1; ``isa/Instruction.h``), so an
+  emitter has to drop it; the report's effects say so;
 * ``lldi`` is a local write of ``len`` bytes, ``lmv`` a local read and write;
 * ``ld``/``st``/``send``/``recv``/``sync``/``wait`` become `Load`, `Store`,
   `Send`, `Recv`, `Signal`, `Wait` steps.
@@ -44,17 +55,15 @@ import re
 import struct
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.files import read_json
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
-from raptor_cp.targets.base import (
-    InstructionPrograms,
-    MatrixWork,
-    SchedulingTarget,
-    VectorWork,
-)
+from raptor_cp.targets.base import InstructionPrograms, MatrixWork, VectorWork
+
+if TYPE_CHECKING:
+    from raptor_cp.targets.pim.target import PimTarget
 
 OPCODES = (
     "nop", "sldi", "sld", "sadd", "ssub", "smul", "saddi", "smuli", "setbw", "mvmul",
@@ -62,20 +71,22 @@ OPCODES = (
     "vtanh", "vsigm", "vsoftmax", "vmv", "vrsu", "vrsl", "ld", "st", "lldi", "lmv",
     "send", "recv", "wait", "sync",
 )  # fmt: skip
-"""Opcode names by binary opcode number (21, vsoftmax, is rejected by pimsim-nn)."""
-UNSUPPORTED = frozenset({"vsoftmax"})
+"""Opcode names by binary opcode number."""
+UNTIMED = frozenset({"vsoftmax"})
+"""Ops the queue model gives no timed work (module docstring)."""
 SCALAR = frozenset({"nop", "sldi", "sld", "sadd", "ssub", "smul", "saddi", "smuli", "setbw"})
-VECTOR = frozenset(OPCODES[10:25]) - UNSUPPORTED
+VECTOR = frozenset(OPCODES[10:25]) - UNTIMED
 TWO_OPERANDS = frozenset({"vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll", "vvsra"})
 WIDENING = frozenset({"vvmul", "vvsll", "vvsra", "vtanh", "vsigm", "vrsu", "vrsl"})
-"""Vector ops that write ``len × out_B`` (COST_MODEL.md, vector op)."""
-DEFAULT_BITS = 8
-"""Input precision of vector ops before the stream's first ``setbw``."""
-ARTIFACT_EFFECTS = (
-    "vector ops are priced at setbw's input precision for input and output widths "
-    "(8 bits before any setbw); mvmul at mbiw for input, weights and output",
+"""Vector ops that write ``len × ceil(obiw/8)`` (``VectorUnit::inst_use_output_byte``)."""
+SOFTMAX_EFFECT = (
+    "vsoftmax is given no timed work, as the seeds say pimsim-nn omits it before fetch; "
+    "pimsim-nn f7446df actually rejects vsoftmax (exit 1), so an emitter must drop it"
 )
-"""Approximations of this frontend, listed with the periodic model's missing effects."""
+NO_ISSUE_EFFECT = (
+    "scalar issue is not modelled (--no-model-issue): scalar ops and setbw take no time; "
+    "SYNC keeps its one-clock execution"
+)
 _CORE_FILE = re.compile(r"core_([0-9]+)\.(json|pim)")
 _CORE_KEY = re.compile(r"core([0-9]+)")
 _RECORD = struct.Struct("<BBBBiiii")
@@ -278,8 +289,6 @@ def _json_instruction(item: object, where: str) -> Instruction:
 
 
 def _check_op(op: str, where: str) -> None:
-    if op in UNSUPPORTED:
-        raise InvalidInputError(f"{where}: op {op} is not supported by pimsim-nn")
     if op not in OPCODES:
         raise InvalidInputError(f"{where}: unknown op {op!r}")
 
@@ -338,30 +347,29 @@ def _decode(op: str, rd: int, r1: int, r2: int, g1: int, g2: int, g3: int) -> In
 
 @dataclass(frozen=True)
 class PimInstructionFrontend:
-    """The `InstructionFrontend` of a pimsim-nn chip: `load_artifact`, then `artifact_programs`."""
+    """The `InstructionFrontend` of a pimsim-nn chip: `load_artifact`, then `programs`."""
 
-    target: SchedulingTarget
-    """The chip the artifact was compiled for (a `PimTarget`)."""
+    target: PimTarget
+    """The chip the artifact was compiled for."""
     crossbar: tuple[int, int]
     """Rows and columns of one crossbar: the shape every ``mvmul`` is priced at."""
-    effects: tuple[str, ...] = ARTIFACT_EFFECTS
 
-    def read(self, path: str | Path) -> InstructionPrograms:
+    def read(self, path: str | Path, *, model_issue: bool = True) -> InstructionPrograms:
         """`load_artifact`, then `programs`."""
-        return self.programs(load_artifact(path))
+        return self.programs(load_artifact(path), model_issue=model_issue)
 
-    def programs(self, artifact: Artifact) -> InstructionPrograms:
+    def programs(self, artifact: Artifact, *, model_issue: bool = True) -> InstructionPrograms:
         """``artifact``'s instruction streams as per-core step programs priced by the target.
 
         Raises `InvalidInputError` when the artifact needs more cores or crossbars
-        than the target has, or an instruction has zero precision. Time ``O(I)``
+        than the target has, or an ``mvmul`` has ``mbiw`` 0. Time ``O(I)``
         for ``I`` instructions.
         """
-        return _programs(artifact, self.target, self.crossbar)
+        return _programs(artifact, self.target, self.crossbar, model_issue)
 
 
 def _programs(
-    artifact: Artifact, target: SchedulingTarget, crossbar: tuple[int, int]
+    artifact: Artifact, target: PimTarget, crossbar: tuple[int, int], model_issue: bool
 ) -> InstructionPrograms:
     name = artifact.source
     if artifact.core_cnt > target.cores:
@@ -381,21 +389,33 @@ def _programs(
         steps, first = _steps(
             artifact.cores.get(c, ()),
             artifact.array_group_map.get(c, ()),
-            target,
-            crossbar,
+            _Pricing(target, crossbar, model_issue),
             name,
             c,
         )
         cores.append(steps)
         origin.append(first)
-    return InstructionPrograms(name, artifact.num_instructions, cores, origin)
+    softmax = sum(inst.op in UNTIMED for stream in artifact.cores.values() for inst in stream)
+    effects = (
+        *((f"{softmax} vsoftmax instruction(s): {SOFTMAX_EFFECT}",) if softmax else ()),
+        *(() if model_issue else (NO_ISSUE_EFFECT,)),
+    )
+    return InstructionPrograms(name, artifact.num_instructions, cores, origin, effects)
+
+
+@dataclass(frozen=True)
+class _Pricing:
+    """What `_steps` prices instructions with."""
+
+    target: PimTarget
+    crossbar: tuple[int, int]
+    model_issue: bool
 
 
 def _steps(
     stream: tuple[Instruction, ...],
     groups: tuple[int, ...],
-    target: SchedulingTarget,
-    crossbar: tuple[int, int],
+    pricing: _Pricing,
     name: str,
     core: int,
 ) -> tuple[list[Step], list[int]]:
@@ -403,31 +423,30 @@ def _steps(
 
     Also returns the index of each step's (first) instruction.
     """
+    target = pricing.target
     timing = target.step_timing()
-    cycle = timing.cycle_ns()
-    rows, cols = crossbar
+    scalar = timing.cycle_ns() if pricing.model_issue else 0
+    rows, cols = pricing.crossbar
     steps: list[Step] = []
     first: list[int] = []
     local, start = 0, 0
-    bits = DEFAULT_BITS
+    ibiw = obiw = 0  # pimsim-nn's width register before the first setbw
     for i, inst in enumerate(stream):
         op = inst.op
         step: Step | None = None
         if op in SCALAR:
-            local += cycle
+            local += scalar
             if op == "setbw":
-                bits = inst.ibiw
+                ibiw, obiw = inst.ibiw, inst.obiw
         elif op == "mvmul":
             if inst.mbiw < 1:
                 raise InvalidInputError(f"{name}: core {core} instruction {i} (mvmul): mbiw 0")
-            local += target.execution_ns(MatrixWork(1, rows, cols, groups[inst.group], inst.mbiw))
+            work = MatrixWork(1, rows, cols, groups[inst.group], inst.mbiw, ibiw, obiw)
+            local += target.execution_ns(work)
         elif op in VECTOR:
-            if bits < 1:
-                raise InvalidInputError(
-                    f"{name}: core {core} instruction {i} ({op}): input precision 0 (setbw ibiw)"
-                )
             operands = 2 if op in TWO_OPERANDS else 1
-            local += target.execution_ns(VectorWork(inst.len, operands, bits, op in WIDENING))
+            written = obiw if op in WIDENING else ibiw
+            local += target.execution_ns(VectorWork(inst.len, operands, ibiw, written))
         elif op == "lldi":
             local += timing.local_write_ns(inst.len)
         elif op == "lmv":
@@ -442,7 +461,7 @@ def _steps(
             step = Recv(inst.core, inst.size)
         elif op == "sync":
             step = Signal(inst.core, inst.event_register)
-        else:
+        elif op == "wait":
             step = Wait(inst.event_register, inst.wait_value)
         if step is None:
             continue

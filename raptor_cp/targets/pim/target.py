@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from raptor_cp.errors import InvalidInstanceError
-from raptor_cp.targets.base import FixedWork, MatrixWork, VectorWork, WeightTiling, Work
+from raptor_cp.targets.base import (
+    FixedWork,
+    MatrixWork,
+    MoveWork,
+    VectorWork,
+    WeightTiling,
+    Work,
+)
 from raptor_cp.targets.pim.config import PimConfig, load_pim_config
 from raptor_cp.targets.pim.timing import (
     PS_PER_NS,
@@ -181,28 +188,39 @@ class PimTarget:
         if isinstance(work, FixedWork):
             return work.ns
         if isinstance(work, MatrixWork):
-            return ceil_div(work.mvms * self._mvm_ps(work.bits, work.crossbars), PS_PER_NS)
+            one = self._mvm_ps(work.bits, work.read_bits, work.written_bits, work.crossbars)
+            return ceil_div(work.mvms * one, PS_PER_NS)
         if isinstance(work, VectorWork):
             return ceil_div(self._vector_ps(work), PS_PER_NS)
+        if isinstance(work, MoveWork):
+            return ceil_div(self._move_ps(work), PS_PER_NS)
         raise TypeError(f"unknown work {work!r}")
 
-    def _mvm_ps(self, bits: int, crossbars: int) -> int:
-        """One ``mvmul`` on an array group of ``crossbars`` crossbars, ibiw = mbiw = obiw = bits.
+    def _mvm_ps(self, bits: int, input_bits: int, output_bits: int, crossbars: int) -> int:
+        """One ``mvmul`` on an array group of ``crossbars`` crossbars (mbiw ``bits``).
 
-        ``ArrayGroup::th_processMVM`` + ``XbarArray::calcXbarArrayLatency``. The latency
-        uses the whole crossbar (xbar_size), not the used part of it.
+        ``ArrayGroup::th_processMVM`` + ``XbarArray::calcXbarArrayLatency``: the input
+        read and the DAC steps use ``input_bits`` (ibiw), the write-back
+        ``output_bits`` (obiw) over the array group's physical width, the weight
+        columns per crossbar ``bits`` (mbiw). The latency uses the whole crossbar
+        (xbar_size), not the used part of it. 0-bit widths (pimsim-nn before any
+        ``setbw``) move no bytes and take no DAC steps: the pipelined latency is then
+        ``min(front, back)`` cycles, as the simulator's formula gives.
         """
-        key = (bits, crossbars)
+        key = (bits, input_bits, output_bits, crossbars)
         cached = self._matrix_cache.get(key)
         if cached is not None:
             return cached
-        if bits < 1:
-            raise InvalidInstanceError(f"matrix work needs at least 1 bit, got {bits}")
+        if bits < 1 or min(input_bits, output_bits) < 0:
+            raise InvalidInstanceError(
+                f"matrix work needs at least 1 weight bit and non-negative widths, got weights "
+                f"{bits}, input {input_bits}, output {output_bits}"
+            )
         m = self._config.chip.core.matrix
         xbar_rows, xbar_cols = m.xbar_size
-        nbytes = ceil_div(bits, 8)  # in_B = out_B = ceil(bits / 8)
+        in_bytes, out_bytes = ceil_div(input_bits, 8), ceil_div(output_bits, 8)
         # Quirk: XbarArray::divideWithCeiling truncates for positive operands.
-        input_times = bits // m.dac_resolution
+        input_times = input_bits // m.dac_resolution
         dac_times = xbar_rows // m.dac_count
         adc_times = xbar_cols // m.adc_count
         xbar_read_cycle = math.ceil(Fraction(m.xbar_latency) / Fraction(m.period))
@@ -225,9 +243,9 @@ class PimTarget:
         compute = Fraction(m.period) * cycles * PS_PER_NS
         compute_ps = round_half_up(compute.numerator, compute.denominator)
         # Quirk: the input read is multiplied by 8 ("for compare with mnsim").
-        read_ps = self._local.read_ps(xbar_rows * nbytes * 8)
+        read_ps = self._local.read_ps(xbar_rows * in_bytes * 8)
         # getWeightShape: int(cell_precision * cols / mbiw) weight columns per crossbar.
-        written = (m.cell_precision * xbar_cols // bits) * nbytes * crossbars
+        written = (m.cell_precision * xbar_cols // bits) * out_bytes * crossbars
         total = read_ps + compute_ps + self._local.write_ps(written)
         self._matrix_cache[key] = total
         return total
@@ -236,26 +254,60 @@ class PimTarget:
         """``VectorUnit::process``: operand reads, compute steps, write-back.
 
         One- and two-operand ops exist in the ISA; ``operands`` = k > 2 is charged as the
-        k - 1 two-operand ops it takes. ``widening`` ops write ``len × out_B``
-        (``inst_use_output_byte``); with obiw = ibiw = ``bits`` that equals ``len × in_B``.
+        k - 1 two-operand ops it takes. Each operand read is ``len × ceil(bits/8)``
+        bytes, the write-back ``len × ceil(output_bits/8)`` (the oracle's width rule:
+        ``inst_use_output_byte`` ops write at obiw, the others at ibiw; the caller
+        says which through ``output_bits``). 0-bit widths (pimsim-nn before any
+        ``setbw``) move no bytes.
         """
         if work.operands < 1:
             raise InvalidInstanceError(f"vector work needs at least 1 operand, got {work.operands}")
-        core = self._config.chip.core
-        nbytes = work.elements * ceil_div(work.bits, 8)
+        read = work.elements * ceil_div(work.bits, 8)
+        written = work.elements * ceil_div(work.written_bits, 8)
         reads = 1 if work.operands == 1 else 2
-        steps = ceil_div(work.elements, core.vector_width)
-        # Quirk: compute latency is vector_latency_cycle × steps *nanoseconds*; the core
-        # period is not applied (getVectorComputeLatencyCyclePower feeds sc_time in SC_NS).
         one_op = (
-            reads * self._local.read_ps(nbytes)
-            + steps * core.vector_latency_cycle * PS_PER_NS
-            + self._local.write_ps(nbytes)
+            reads * self._local.read_ps(read)
+            + self._vector_steps_ps(work.elements)
+            + self._local.write_ps(written)
         )
         return max(1, work.operands - 1) * one_op
 
-    def _endpoint_ns(self, nbytes: int) -> int:
-        """Sender's local read plus receiver's local write of a message."""
+    def _vector_steps_ps(self, elements: int) -> int:
+        """Compute steps of ``elements`` on the vector unit.
+
+        Quirk: compute latency is vector_latency_cycle × steps *nanoseconds*; the core
+        period is not applied (getVectorComputeLatencyCyclePower feeds sc_time in SC_NS).
+        """
+        core = self._config.chip.core
+        return ceil_div(elements, core.vector_width) * core.vector_latency_cycle * PS_PER_NS
+
+    def _move_ps(self, work: MoveWork) -> int:
+        """Local-memory moves, one read and one write per run, each rounded on its own.
+
+        A contiguous run is an ``lmv`` (``TransferUnit``: local read then write of its
+        bytes). A strided run gathers its source through the vector unit (``vmv``),
+        which charges the run's payload bytes and its compute steps
+        (scheduling-implementation.md, "Transfer accounting and transpose costs").
+        Sub-byte runs round up to whole bytes per run.
+        """
+        total = 0
+        for count, elements in work.blocks:
+            nbytes = ceil_div(elements * work.bits, 8)
+            one = self._local.read_ps(nbytes) + self._local.write_ps(nbytes)
+            if work.strided:
+                one += self._vector_steps_ps(elements)
+            total += count * one
+        return total
+
+    def _endpoint_ns(self, nbytes: int, direct: bool) -> int:
+        """Sender's local read plus receiver's local write of a message (0 when ``direct``).
+
+        A direct receive lands in its consumer's assembly storage, whose own
+        per-block copy (`MoveWork`) already charges that read and write: the edge
+        does not charge them again (scheduling.md, "Costs and interpretation").
+        """
+        if direct:
+            return 0
         return ceil_div(self._local.read_ps(nbytes) + self._local.write_ps(nbytes), PS_PER_NS)
 
     def step_timing(self) -> PimStepTiming:
@@ -283,20 +335,23 @@ class PimTarget:
 
         return PimInstructionFrontend(self, self._config.chip.core.matrix.xbar_size)
 
-    def transfer_ns(self, src: int, dst: int, nbytes: int) -> int:
+    def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
         """send/recv (``TransferUnit``): 1-flit request, 1-flit ready, read, flits, write.
 
         ``Network::transfer``: a message of b bytes costs ceil(b / bus_width) × L[src][dst].
-        Assumes the recv is posted; cores are not range-checked (hot path).
+        A ``direct`` receive into assembly storage omits the endpoint read and write
+        (`_endpoint_ns`). Assumes the recv is posted; cores are not range-checked (hot path).
         """
         if src == dst:
             return 0
         flits = ceil_div(nbytes, self._bus_width)
         return (
-            self._handshake[src][dst] + flits * self._latency[src][dst] + self._endpoint_ns(nbytes)
+            self._handshake[src][dst]
+            + flits * self._latency[src][dst]
+            + self._endpoint_ns(nbytes, direct)
         )
 
-    def mean_transfer_ns(self, nbytes: int) -> int:
+    def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         """Exact mean of `transfer_ns` over ordered pairs of distinct cores, halves up.
 
         Summed over pairs, handshake plus data cost (flits + 2) × ΣL; the endpoint
@@ -307,7 +362,7 @@ class PimTarget:
             return 0
         flits = ceil_div(nbytes, self._bus_width)
         network = round_half_up((flits + 2) * self._pair_latency_sum, n * (n - 1))
-        return network + self._endpoint_ns(nbytes)
+        return network + self._endpoint_ns(nbytes, direct)
 
     def global_read_ns(self, nbytes: int) -> int:
         """``ld``: 1 flit to global memory, global read, local write.

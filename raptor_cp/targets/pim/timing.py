@@ -23,6 +23,12 @@ from raptor_cp.targets.base import GLOBAL_MEMORY
 from raptor_cp.targets.pim.config import MemoryConfig
 
 PS_PER_NS = 1000
+EVENT_REGISTERS = 32
+"""Event registers per core (pimsim-nn ``TransferUnit``: 32 counters, index unchecked)."""
+UNTIMED_OPERATIONS = frozenset({"Softmax", "OP_SOFTMAX"})
+"""Operator types lowered to ``vsoftmax``, which the seeds say pimsim-nn omits before
+fetch, so the queue model gives them no timed work (scheduling.md, "Default throughput
+selection"). pimsim-nn f7446df in fact rejects ``vsoftmax``; an emitter drops it."""
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -90,6 +96,10 @@ class PimStepTiming:
     """ns per flit from each core to the global memory."""
     local: MemoryTiming
     global_memory: MemoryTiming
+    event_registers: int = EVENT_REGISTERS
+    byte_addressed: bool = True
+    """Local and global memories are byte-addressed: sub-byte payloads cannot be lowered."""
+    untimed_operations: frozenset[str] = UNTIMED_OPERATIONS
 
     def cycle_ns(self) -> int:
         return self.core_cycle_ns
