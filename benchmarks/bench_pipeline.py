@@ -163,7 +163,7 @@ def bench_partition(args: argparse.Namespace) -> None:
                         costs.tabulate(range(1, problem.cores + 1))
                     else:
                         tabulate_grid(problem, costs, SPARE_UNITS)
-                    floor = costs.group_floor(problem.cores)
+                    floor = costs.floor(problem.cores)
                     pricing = time.perf_counter() - began
                     audit = compare_partition(problem, model)
                     dp, exact, cpsat = audit.dp, audit.exact_dp, audit.cpsat

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.targets.base import UNLIMITED_CAPACITY, SchedulingTarget
 
@@ -36,14 +34,7 @@ class LowerBounds:
 
 def critical_path_ns(graph: ComputeGraph) -> int:
     """Longest path by fastest task cost, ignoring communication."""
-    cost = graph.min_cost()
-    finish = np.zeros(graph.num_tasks, dtype=np.int64)
-    src = graph.edge_src
-    for task in graph.topological_order.tolist():
-        preds = graph.predecessor_edges(task)
-        ready = int(finish[src[preds]].max()) if preds.size else 0
-        finish[task] = ready + int(cost[task])
-    return int(finish.max()) if graph.num_tasks else 0
+    return int(graph.asap_finish(graph.min_cost()).max()) if graph.num_tasks else 0
 
 
 def lower_bounds(graph: ComputeGraph, target: SchedulingTarget) -> LowerBounds:

@@ -244,6 +244,25 @@ class ComputeGraph:
             ) from None
         return _int_array(order)
 
+    def asap_finish(self, cost: np.ndarray | None = None) -> np.ndarray:
+        """Finish of every task in the as-soon-as-possible schedule on unlimited cores.
+
+        Each task starts when its last predecessor finishes (transfers free) and
+        runs ``cost`` ns (default `cost`); the largest finish is the critical
+        path. One sweep in topological order, ``O(T + E)``.
+        """
+        cost_of = (self.cost if cost is None else cost).tolist()
+        indptr, order = self._pred_csr
+        starts, edges, src = indptr.tolist(), order.tolist(), self.edge_src.tolist()
+        finish = [0] * self.num_tasks
+        for t in self.topological_order.tolist():
+            ready = 0
+            for e in edges[starts[t] : starts[t + 1]]:
+                if finish[src[e]] > ready:
+                    ready = finish[src[e]]
+            finish[t] = ready + cost_of[t]
+        return np.asarray(finish, dtype=np.int64)
+
     # -- checks ----------------------------------------------------------------
 
     def validate(self, capacities: list[int] | None = None) -> None:

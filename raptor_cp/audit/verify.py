@@ -37,7 +37,7 @@ from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target
 
 if TYPE_CHECKING:
     from raptor_cp.graph import ComputeGraph
-    from raptor_cp.pipeline.stage_costs import StageCosts
+    from raptor_cp.pipeline.units import UnitCosts
     from raptor_cp.targets.base import SchedulingTarget
 
 VERIFY_MODES = ("latency", "pipeline", "packing")
@@ -221,7 +221,7 @@ class _PipelineInstance:
     name: str
     graph: ComputeGraph
     problem: PartitionProblem
-    costs: StageCosts
+    costs: UnitCosts
 
 
 def _pipeline_instance(
@@ -278,7 +278,7 @@ def _audit_partition(
         costs.tabulate(range(1, problem.cores + 1))
     else:
         tabulate_grid(problem, costs, SPARE_UNITS)
-    floor = costs.group_floor(problem.cores)
+    floor = costs.floor(problem.cores)
     return audit_partition(
         problem, model, instance.name, target.name, instance.graph.num_tasks, floor
     )
@@ -301,10 +301,11 @@ def _audit_stages(
             f"{instance.name}: the prefix DP found no partition to audit the packing of"
         )
     model = CpSatPackingModel(SolveSettings(settings.time_limit_s, settings.workers))
-    stages = final_stages(instance.graph, costs, partition.stages, problem.cores)
+    group_stages = costs.stages(partition.stages)
+    stages = final_stages(instance.graph, costs.costs, group_stages, problem.cores)
     return [
         audit_packing(
-            costs.packing_problem(stage.first, stage.stop, stage.cores),
+            costs.costs.packing_problem(stage.first, stage.stop, stage.cores),
             model,
             f"{instance.name} stage {s}",
             target.name,

@@ -36,11 +36,12 @@ Aykanat 2004 survey it; Frederickson 1991 gives exact parametric variants).
     **exact** minimum cost over ordered assignments.
   - With edges the demand of ``[i, j)`` is ``load + inc(i, j) - 2 internal(i, j)``
     (incident transfer time minus twice the edges inside the run), not monotone in
-    ``j``: a run can become cheaper when it takes in a task's partner. For each
-    visited start the demands of all ends within reach (and within the load limit
-    of the largest bound probed so far) are computed once, vectorised from the
-    edges sorted by their later end, and kept as a suffix minimum, so the furthest
-    end with demand <= ``B`` is one ``searchsorted``. The greedy ignores what its
+    ``j``: a run can become cheaper when it takes in a task's partner. At each run
+    start the demands of all ends within reach and within the load limit ``B``
+    are computed, vectorised from the edges sorted by their later end, with
+    their suffix minimum, so the furthest end with demand <= ``B`` is one
+    ``searchsorted``. Windows are not kept between runs or probes: keeping them
+    cost ``O(T²)`` memory when loads are small against the bound. The greedy ignores what its
     end costs the next run, and the number of runs is not monotone in ``B``, so
     this is a documented **heuristic** (exactness is claimed only for one core and
     when the cost meets the load lower bound).
@@ -54,9 +55,10 @@ runs the capacity allows, so fewer cores are unavailable and every larger count
 has a finite, constructive cost.
 
 Complexity: a probe costs ``O(r log T)`` for ``r`` runs (plus, with edges,
-``O(w + E_w)`` the first time a start is visited or its window grows, for ``w``
-ends within reach and ``E_w`` edges among them; kept windows take ``O(w)``
-memory each, ``O(T^2)`` at worst over all starts). One query does ``O(log L)``
+``O(w + E_w)`` per run for its ``w`` ends within reach and the load limit and
+the ``E_w`` edges among them: a run's window holds at most the loads of ``B``,
+so the windows of one probe overlap little and total ``O(T + E)`` when the
+runs fill their bound); storage ``O(T + E)``. One query does ``O(log L)``
 probes for the width ``L`` of its initial bracket.
 
 References
@@ -209,7 +211,6 @@ class _OrderedSearch:
         ).tolist()
         edges = [(min(a, b), max(a, b), ns) for a, b, ns in problem.edges if a != b and ns > 0]
         self.has_edges = bool(edges)
-        self.windows: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
         if self.has_edges:
             edges.sort(key=lambda e: (e[1], e[0]))
             first, last, ns = np.array(edges, dtype=np.int64).T
@@ -271,16 +272,13 @@ class _OrderedSearch:
         )
         if not self.has_edges:
             return stop, self.prefix[stop] - self.prefix[i]
-        window = self.windows.get(i)
-        if window is None or window[0] < stop:
-            window = self._window(i, stop)
-        _, demand, suffix_min = window
+        demand, suffix_min = self._window(i, stop)
         count = int(np.searchsorted(suffix_min, bound, side="right"))
         if count == 0:
             return i, 0
         return i + count, int(demand[count - 1])
 
-    def _window(self, i: int, stop: int) -> tuple[int, np.ndarray, np.ndarray]:
+    def _window(self, i: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Demands of the runs ``[i, j)`` for ``i < j <= stop``, with their suffix minimum."""
         ends = np.arange(i + 1, stop + 1)
         base, top = self.edge_ptr[i], self.edge_ptr[stop]
@@ -293,9 +291,7 @@ class _OrderedSearch:
             - self.incident_prefix[i]
             - 2 * internal[self.edge_ptr[ends] - base]
         )
-        suffix_min = np.minimum.accumulate(demand[::-1])[::-1]
-        self.windows[i] = (stop, demand, suffix_min)
-        return self.windows[i]
+        return demand, np.minimum.accumulate(demand[::-1])[::-1]
 
     def _demand(self, i: int, j: int) -> int:
         """Demand of the run ``[i, j)``."""

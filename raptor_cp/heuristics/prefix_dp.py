@@ -38,8 +38,9 @@ fewest units.
 
 Feasibility completion (only when no grid state is feasible): for each segment
 the fewest cores ``need(g', g)`` with an available cost is found by checking
-every physical core count ``1..P``; a binary search over the segment costs at
-``need`` finds the least threshold ``T`` for which a minimum-resource prefix DP
+every physical core count ``1..P`` (or asked of a `FewestCores` stage cost); a
+binary search over the segment costs at ``need`` finds the least threshold ``T``
+for which a minimum-resource prefix DP
 ``h[s][g] = min_{g'} h[s-1][g'] + need(g', g)`` over segments costing ``<= T``
 reaches ``h[s][G] <= P`` (fewest stages first). The completion is complete over
 the curves: if any budget vector ``b`` makes a partition available, then
@@ -65,7 +66,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -73,6 +74,21 @@ from raptor_cp.errors import InvalidConfigError
 from raptor_cp.heuristics.core_budgets import CostCache, minimax_budgets
 from raptor_cp.heuristics.range_packing import UNAVAILABLE
 from raptor_cp.problems import PartitionProblem, PartitionSolution, Stage, Status
+
+
+@runtime_checkable
+class FewestCores(Protocol):
+    """A stage cost that knows each segment's fewest cores with an available cost.
+
+    ``fewest(first, stop)`` is ``(k, stage_cost(first, stop, k))`` for the least
+    such ``k``, or None when no core count is available. The feasibility
+    completion uses it instead of trying every core count; it must agree with
+    that scan (`raptor_cp.pipeline.units.UnitCosts` answers it from the exact
+    capacity availability of ordered packing, in one batch).
+    """
+
+    def fewest(self, first: int, stop: int) -> tuple[int, int] | None: ...
+
 
 SPARE_UNITS = 16
 """Spare-capacity units of the initialization grid (seeds: at most sixteen)."""
@@ -262,11 +278,17 @@ def _completion_partition(
     too_many = cores + 1  # marks no segment / no cover: every total above P is infeasible
     need = np.full((groups + 1, groups + 1), too_many, dtype=np.int64)
     at_need = np.full((groups + 1, groups + 1), UNAVAILABLE, dtype=np.int64)
+    fewest = problem.stage_cost.fewest if isinstance(problem.stage_cost, FewestCores) else None
     for first in range(groups):
         for stop in range(first + 1, groups + 1):
             if not _usable(first, stop, groups, stages):
                 continue
             others = (first > 0) + (stop < groups)  # each other stage needs a core
+            if fewest is not None:
+                found = fewest(first, stop)
+                if found is not None and found[0] <= cores - others:
+                    need[first, stop], at_need[first, stop] = found
+                continue
             for k in range(1, cores - others + 1):
                 value = cost(first, stop, k)
                 if value is not None:

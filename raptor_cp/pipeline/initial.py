@@ -37,6 +37,7 @@ from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, SpareGrid, initial_parti
 from raptor_cp.pipeline.groups import pipeline_groups
 from raptor_cp.pipeline.plan import PipelinePlan, assemble_pipeline
 from raptor_cp.pipeline.stage_costs import StageCosts
+from raptor_cp.pipeline.units import UnitCosts, unit_bounds
 from raptor_cp.problems import (
     PartitionProblem,
     PartitionSolution,
@@ -89,16 +90,20 @@ class InitialPipelineSolver:
 
 def partition_problem(
     graph: ComputeGraph, target: SchedulingTarget, depth: int
-) -> tuple[PartitionProblem, StageCosts]:
-    """The `PartitionProblem` of ``graph`` on ``target`` with at most ``depth`` stages."""
+) -> tuple[PartitionProblem, UnitCosts]:
+    """The `PartitionProblem` of ``graph`` on ``target`` with at most ``depth`` stages.
+
+    Its groups are the partition units (`raptor_cp.pipeline.units`): the
+    operation groups themselves unless there are more than `UNIT_LIMIT`.
+    """
     groups = pipeline_groups(graph)
-    costs = StageCosts(graph, target, groups)
-    problem = PartitionProblem(groups.count, target.cores, depth, costs, name=graph.name)
+    costs = UnitCosts(StageCosts(graph, target, groups), unit_bounds(graph, groups))
+    problem = PartitionProblem(costs.count, target.cores, depth, costs, name=graph.name)
     return problem, costs
 
 
-def tabulate_grid(problem: PartitionProblem, costs: StageCosts, spare_units: int) -> None:
-    """Price every group range at the budgets of the prefix DP's spare grid in one batch."""
+def tabulate_grid(problem: PartitionProblem, costs: UnitCosts, spare_units: int) -> None:
+    """Price every unit range at the budgets of the prefix DP's spare grid in one batch."""
     grid = SpareGrid.of(problem, spare_units)
     budgets = [grid.budget(j) for j in range(grid.units + 1) if grid.budget(j) <= problem.cores]
     costs.tabulate(budgets)
@@ -175,11 +180,12 @@ def initial_pipeline(
         raise InvalidConfigError(f"pipeline depth must be >= 1, got {depth}")
     times: dict[str, float] = {}
     began = time.perf_counter()
-    problem, costs = partition_problem(graph, target, depth)
+    problem, units = partition_problem(graph, target, depth)
+    costs = units.costs
     times["grouping"] = time.perf_counter() - began
 
     mark = time.perf_counter()
-    tabulate_grid(problem, costs, spare_units)
+    tabulate_grid(problem, units, spare_units)
     partition = initial_partition(problem, spare_units)
     partition_s = time.perf_counter() - mark
     times["constructive_packing"] = costs.stats.packing_s
@@ -190,7 +196,7 @@ def initial_pipeline(
 
     mark = time.perf_counter()
     groups = costs.groups
-    stages = final_stages(graph, costs, partition.stages, target.cores)
+    stages = final_stages(graph, costs, units.stages(partition.stages), target.cores)
     assignments = []
     evidence = []
     for stage in stages:
@@ -211,6 +217,7 @@ def initial_pipeline(
         phase_times_s=times,
         work={
             "groups": groups.count,
+            "partition_units": units.count,
             "stage_cost_queries": int(partition.details.get("stage_cost_queries", 0)),
             "stage_costs_priced": costs.stats.priced,
             "pricing_batches": costs.stats.batches,

@@ -46,6 +46,7 @@ assignment when that one has lower `packing_demand` on the stage's exact
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -127,10 +128,13 @@ class StageCosts:
         self.stats.batches += 1
         self.stats.packing_s += time.perf_counter() - began
 
-    def tabulate(self, cores: Sequence[int]) -> None:
-        """Price every group range at every core count of ``cores`` in one batch."""
-        count = self.groups.count
-        firsts, stops = np.triu_indices(count + 1, k=1)
+    def tabulate(self, cores: Sequence[int], bounds: np.ndarray | None = None) -> None:
+        """Price every range between ``bounds`` (group offsets; default every group
+        boundary) at every core count of ``cores`` in one batch."""
+        if bounds is None:
+            bounds = np.arange(self.groups.count + 1, dtype=np.int64)
+        firsts, stops = np.triu_indices(len(bounds), k=1)
+        firsts, stops = bounds[firsts], bounds[stops]
         ks = np.asarray(sorted(set(cores)), dtype=np.int64)
         self._price(
             np.repeat(firsts, ks.shape[0]),
@@ -138,21 +142,42 @@ class StageCosts:
             np.tile(ks, firsts.shape[0]),
         )
 
-    def group_floor(self, cores: int) -> int:
-        """The largest single-group stage cost on ``cores`` cores (0 if none is available).
-
-        With at most ``cores`` cores per stage it bounds every partition's maximum
-        stage cost: the packing cost is exact on fixed loads, so it cannot shrink
-        when a range grows or grow when cores are added, and spans only grow
-        with the range.
-        """
-        firsts = np.arange(self.groups.count, dtype=np.int64)
-        missing = [g for g in firsts.tolist() if (g, g + 1, cores) not in self._costs]
+    def range_floor(self, bounds: np.ndarray, cores: int) -> int:
+        """The largest cost on ``cores`` cores of the ranges between consecutive ``bounds``
+        (0 if none is available): a lower bound on every partition along those bounds
+        whose stages have at most ``cores`` cores (see `UnitCosts.floor`)."""
+        pairs = list(itertools.pairwise(bounds.tolist()))
+        missing = [(a, b) for a, b in pairs if (a, b, cores) not in self._costs]
         if missing:
-            ids = np.asarray(missing, dtype=np.int64)
-            self._price(ids, ids + 1, np.full(ids.shape, cores, dtype=np.int64))
-        costs = [self(g, g + 1, cores) for g in firsts.tolist()]
+            firsts, stops = (np.asarray(c, dtype=np.int64) for c in zip(*missing, strict=True))
+            self._price(firsts, stops, np.full(firsts.shape, cores, dtype=np.int64))
+        costs = [self(a, b, cores) for a, b in pairs]
         return max((c for c in costs if c is not None), default=0)
+
+    def fewest_cores(self, firsts: np.ndarray, stops: np.ndarray) -> list[tuple[int, int] | None]:
+        """Per group range: the fewest cores (at most the target's) with an available
+        cost, and the stage cost there; None when the whole chip is too small.
+
+        Availability is exact (`RangePacker.min_runs`), so this agrees with trying
+        every core count; all ranges are priced in one batch.
+        """
+        firsts = np.asarray(firsts, dtype=np.int64)
+        stops = np.asarray(stops, dtype=np.int64)
+        runs = self.packer.min_runs(self.offsets[firsts], self.offsets[stops])
+        able = np.flatnonzero(runs <= self.cores)
+        missing = [
+            i
+            for i in able.tolist()
+            if (int(firsts[i]), int(stops[i]), int(runs[i])) not in self._costs
+        ]
+        if missing:
+            self._price(firsts[missing], stops[missing], runs[missing])
+        found: list[tuple[int, int] | None] = [None] * firsts.shape[0]
+        for i in able.tolist():
+            cost = self(int(firsts[i]), int(stops[i]), int(runs[i]))
+            assert cost is not None  # min_runs cores always hold the range in order
+            found[i] = (int(runs[i]), cost)
+        return found
 
     def packing_cost(self, first: int, stop: int, cores: int) -> int | None:
         """Ordered-packing cost of the stage on ``cores`` cores (None: unavailable)."""
