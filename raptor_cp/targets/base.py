@@ -19,6 +19,9 @@ config (ARCHITECTURE.md, "Hardware semantics live only in a target adapter"):
   (`ExchangeTarget`: transfer length limit, tile memory, superstep timing,
   tile- and block-budget variants, whole-chip hop and transfer tables) for
   exchange planning and list schedulers' transfer tables, or None.
+* `SchedulingTarget.estimate_realized_schedule_cost`: the read-only
+  whole-schedule query of pipeline selection (`RealizedScheduleCost`); a
+  target without a queue model answers it ``unavailable``.
 
 An optional capability a target lacks is answered with None; a caller that
 cannot go on without it raises `raptor_cp.errors.CapabilityUnavailableError`.
@@ -26,11 +29,13 @@ cannot go on without it raises `raptor_cp.errors.CapabilityUnavailableError`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
     import numpy as np
@@ -225,6 +230,100 @@ class InstructionFrontend(Protocol):
         ...
 
 
+AVAILABLE = "available"
+"""`RealizedScheduleCost.status` of an estimate every selection property holds for."""
+UNAVAILABLE_COST = "unavailable"
+"""`RealizedScheduleCost.status` when some property is missing (``reasons`` say which)."""
+SUPPORTED, UNSUPPORTED, UNKNOWN_SUPPORT = "supported", "unsupported", "unknown"
+"""`RealizedScheduleCost.static_support`: the programs' static forms are (not) lowerable,
+or the target cannot tell."""
+
+
+@dataclass(frozen=True)
+class RecurrenceGuidance:
+    """The critical recurrence of a realized schedule: where its cycle spends its time.
+
+    From the maximum cycle ratio of the event graph (services on the in-edges):
+    the ratio, the witness cycle's iteration distance, and per core the delay
+    of the witness edges leaving that core's events. Guidance for the search
+    only (scheduling.md: "maximum-cycle-ratio analysis for bounded search
+    guidance"); it never ranks candidates.
+    """
+
+    ratio_ns: float
+    distance: int
+    core_delay_ns: dict[int, int]
+
+
+@dataclass(frozen=True)
+class RealizedScheduleCost:
+    """A target's evidence on one realized whole schedule (scheduling.md, "Default
+    throughput selection", ``estimateRealizedScheduleCost``).
+
+    The two intervals are the queue engine's converged generation intervals in
+    event-index and in reversed tie order (the two arbitration policies); the
+    per-core work and the memory controller's serialized service are the other
+    two terms of the seeds' maximum. ``estimate_ns`` is that maximum, rounded up
+    to whole ns, when every property holds (``status`` `AVAILABLE`); otherwise
+    ``reasons`` names each missing property and ``estimate_ns`` is None.
+    """
+
+    status: str
+    reasons: tuple[str, ...]
+    static_support: str
+    """`SUPPORTED`, `UNSUPPORTED` or `UNKNOWN_SUPPORT`."""
+    index_interval_ns: float | None
+    reversed_interval_ns: float | None
+    core_work_ns: tuple[int, ...]
+    """Per core, its in-order work per generation (empty when unknown)."""
+    memory_service_ns: int | None
+    """Total memory-controller service per generation (None when unknown)."""
+    generations: tuple[int, int]
+    """Generations each tie order ran (index, reversed)."""
+    events: int
+    """Events of the extracted graph (0 when none was built)."""
+    recurrence: RecurrenceGuidance | None = None
+    """The critical recurrence, when asked for and proved."""
+
+    @classmethod
+    def unavailable(cls, reason: str, support: str = UNKNOWN_SUPPORT) -> RealizedScheduleCost:
+        """A cost the target cannot give at all, for ``reason``."""
+        return cls(UNAVAILABLE_COST, (reason,), support, None, None, (), None, (0, 0), 0)
+
+    @property
+    def available(self) -> bool:
+        return self.status == AVAILABLE
+
+    def terms(self) -> dict[str, float]:
+        """The known terms of the maximum: both tie orders, core work, memory service."""
+        found: dict[str, float] = {}
+        if self.index_interval_ns is not None:
+            found["queue_index"] = self.index_interval_ns
+        if self.reversed_interval_ns is not None:
+            found["queue_reversed"] = self.reversed_interval_ns
+        if self.core_work_ns:
+            found["core_work"] = max(self.core_work_ns)
+        if self.memory_service_ns is not None:
+            found["memory_service"] = self.memory_service_ns
+        return found
+
+    @property
+    def estimate_ns(self) -> int | None:
+        """The larger queue estimate (and the other terms' maximum), whole ns rounded up."""
+        if not self.available:
+            return None
+        return math.ceil(max(self.terms().values()))
+
+    @property
+    def binding(self) -> str | None:
+        """The term equal to the estimate (first of the `terms` order on ties)."""
+        if not self.available:
+            return None
+        terms = self.terms()
+        top = max(terms.values())
+        return next(name for name, value in terms.items() if value == top)
+
+
 @runtime_checkable
 class SchedulingTarget(Protocol):
     """The hardware as schedulers see it. All times are integer nanoseconds."""
@@ -303,6 +402,25 @@ class SchedulingTarget(Protocol):
 
     def exchange(self) -> ExchangeTarget | None:
         """This target as a bulk-synchronous exchange machine; None when it is not one."""
+        ...
+
+    def estimate_realized_schedule_cost(
+        self,
+        programs: Sequence[Sequence[Step]],
+        name: str,
+        recurrence: bool = False,
+        baseline_service_ns: int = 0,
+    ) -> RealizedScheduleCost:
+        """The queue model's cost of a realized schedule, read-only.
+
+        ``programs[c]`` is core ``c``'s in-order steps of one generation (the
+        Spatial realization, `raptor_cp.pipeline.realize`); ``name`` names it in
+        reasons; with ``recurrence`` the critical recurrence is added as
+        guidance; ``baseline_service_ns`` is the controller service of the
+        baseline requests (function inputs, constants, outputs) the programs do
+        not place, which joins the memory term. A target without a queue model
+        is never `AVAILABLE`: its cost says ``unavailable`` and why.
+        """
         ...
 
 

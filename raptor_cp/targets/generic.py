@@ -9,7 +9,9 @@ Matrix, vector and move work cost one nanosecond per multiply-accumulate or elem
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from raptor_cp.errors import InvalidConfigError
 from raptor_cp.targets.base import (
@@ -17,10 +19,14 @@ from raptor_cp.targets.base import (
     FixedWork,
     MatrixWork,
     MoveWork,
+    RealizedScheduleCost,
     VectorWork,
     WeightTiling,
     Work,
 )
+
+if TYPE_CHECKING:
+    from raptor_cp.periodic.steps import Step
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,19 @@ class GenericTarget:
     def exchange(self) -> None:
         """None: not a bulk-synchronous exchange machine."""
         return None
+
+    def estimate_realized_schedule_cost(
+        self,
+        programs: Sequence[Sequence[Step]],
+        name: str,
+        recurrence: bool = False,
+        baseline_service_ns: int = 0,
+    ) -> RealizedScheduleCost:
+        """Unavailable: generic cores have no step timing to run a queue model with."""
+        return RealizedScheduleCost.unavailable(
+            f"{name}: target {self.name} has no step timing (generic cores price whole "
+            "transfers only), so it has no queue model of a realized schedule"
+        )
 
     def instruction_frontend(self) -> None:
         """None: no instruction format is modelled for this target."""

@@ -37,7 +37,9 @@ exchange-table footprint is checked separately (`raptor_cp.exchange.footprint`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -46,10 +48,14 @@ from raptor_cp.targets.base import (
     FixedWork,
     MatrixWork,
     MoveWork,
+    RealizedScheduleCost,
     VectorWork,
     WeightTiling,
     Work,
 )
+
+if TYPE_CHECKING:
+    from raptor_cp.periodic.steps import Step
 
 VECTOR_BITS = 64
 """Width of one vector instruction (assumption, see the module docstring)."""
@@ -279,6 +285,19 @@ class IpuTarget:
     def instruction_frontend(self) -> None:
         """None: no instruction format is modelled for this target."""
         return None
+
+    def estimate_realized_schedule_cost(
+        self,
+        programs: Sequence[Sequence[Step]],
+        name: str,
+        recurrence: bool = False,
+        baseline_service_ns: int = 0,
+    ) -> RealizedScheduleCost:
+        """Unavailable: the IPU is priced per bulk-synchronous superstep, not per step."""
+        return RealizedScheduleCost.unavailable(
+            f"{name}: target {self.name} is bulk-synchronous (supersteps and an exchange); "
+            "it has no queue model of a realized pipeline schedule"
+        )
 
     # -- exchange capability -------------------------------------------------
 

@@ -27,6 +27,7 @@ from raptor_cp.targets.base import (
     FixedWork,
     MatrixWork,
     MoveWork,
+    RealizedScheduleCost,
     VectorWork,
     WeightTiling,
     Work,
@@ -41,6 +42,9 @@ from raptor_cp.targets.pim.timing import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from raptor_cp.periodic.steps import Step
     from raptor_cp.targets.pim.artifact import PimInstructionFrontend
 
 
@@ -324,6 +328,24 @@ class PimTarget:
     def exchange(self) -> None:
         """None: not a bulk-synchronous exchange machine."""
         return None
+
+    def estimate_realized_schedule_cost(
+        self,
+        programs: Sequence[Sequence[Step]],
+        name: str,
+        recurrence: bool = False,
+        baseline_service_ns: int = 0,
+    ) -> RealizedScheduleCost:
+        """Event extraction with this chip's step timing and the shared queue engine.
+
+        `raptor_cp.periodic.schedule_cost.queue_schedule_cost`; imported on demand,
+        like the artifact reader.
+        """
+        from raptor_cp.periodic.schedule_cost import queue_schedule_cost
+
+        return queue_schedule_cost(
+            programs, self.step_timing(), name, recurrence, baseline_service_ns
+        )
 
     def instruction_frontend(self) -> PimInstructionFrontend:
         """pimsim-nn instruction files (`raptor_cp.targets.pim.artifact`).
