@@ -176,13 +176,21 @@ class PipelineResult:
 
     @property
     def interval_ns(self) -> int:
+        """The selected schedule's interval: its queue estimate, or the analytic proxy."""
         assert self.solution.objective is not None
         return self.solution.objective
 
+    @property
+    def interval_source(self) -> str:
+        """``queue estimate`` or ``analytic proxy`` (no queue comparison ran)."""
+        selection = self.solution.selection
+        queued = selection is not None and selection.selected.estimate_ns is not None
+        return "queue estimate" if queued else "analytic proxy"
+
     def summary(self) -> dict[str, Any]:
         """The facts of the one-line summary and of ``compile --json``."""
-        plan = self.solution.plan
-        assert plan is not None
+        plan, selection = self.solution.plan, self.solution.selection
+        assert plan is not None and selection is not None
         target = self.problem.target
         return {
             "mode": self.mode,
@@ -196,8 +204,15 @@ class PipelineResult:
             "pipeline": self.problem.depth,
             "stages": len(plan.stages),
             "core_budgets": list(plan.budgets),
-            "interval_ns": plan.interval_ns,
-            "interval": plan.estimate.to_json(),
+            "interval_ns": self.interval_ns,
+            "interval_source": self.interval_source,
+            "analytic_interval": plan.estimate.to_json(),
+            "selection": {
+                "solver": selection.solver,
+                "candidates": len(selection.candidates),
+                "selected": selection.decision.selected,
+                "queue_evaluations_used": selection.queue_evaluations[0],
+            },
             "lower_bound_ns": interval_lower_bound(self.problem.graph, target)["interval_ns"],
             "lanes": self.prepared.lanes,
             "warnings": list(target.warnings),
@@ -253,10 +268,9 @@ def compile_pipeline(
 ) -> PipelineResult:
     """Select a pipeline schedule of at most ``depth`` stages and check it.
 
-    ``method`` and ``settings`` choose the registered pipeline solver (default:
-    the production selection).
-
-    With ``periodic``, also analyse the realized schedule's periodic execution
+    ``method`` and ``settings`` choose the registered pipeline solver (default
+    ``beam``, the queue-aware selection; ``initial`` keeps the initialized
+    schedule). With ``periodic``, also analyse the realized schedule's periodic execution
     (read-only: the schedule does not change).
 
     Raises
@@ -265,24 +279,38 @@ def compile_pipeline(
         When one copy of every weight exceeds the chip.
     NotFoundWithinBudgetError
         When no partition or stage packing is found (bounded search).
+    SelectionStoppedError
+        When candidates must be compared but one lacks a queue cost (the target
+        has no queue model, an unsupported static form, no converged recurrence).
     """
     problem = PipelineProblem(prepared.graph, prepared.target, depth)
     solution = solve(problem, method, **(settings or {}))
     plan, selection = solution.plan, solution.selection
-    if plan is None or selection is None:
+    if plan is None or selection is None or solution.objective is None:
         raise NotFoundWithinBudgetError(f"{prepared.model}: no pipeline schedule found")
+    partition = selection.initial.partition
     progress(
         "partition",
-        f"{len(plan.stages)} stages, core budgets {list(plan.budgets)} "
-        f"({selection.partition.solver}: {selection.partition.status.value})",
+        f"initial: {len(partition.stages or ())} stages ({partition.solver}: "
+        f"{partition.status.value})",
+    )
+    used, budget = selection.queue_evaluations
+    progress(
+        "select",
+        f"{selection.solver}: {len(selection.candidates)} candidate(s), {used}/{budget} queue "
+        f"evaluations, candidate {selection.decision.selected}: {len(plan.stages)} stages, "
+        f"core budgets {list(plan.budgets)}",
     )
     check(problem, solution)
-    progress("check", f"interval {format_ns(plan.interval_ns)} ({plan.estimate.binding})")
+    result = PipelineResult(prepared, problem, solution)
+    progress("check", f"interval {format_ns(result.interval_ns)} ({result.interval_source})")
     document = None
     if periodic:
         from raptor_cp.pipeline.diagnostics import pipeline_periodic
 
-        document = pipeline_periodic(plan, prepared.graph, prepared.target, prepared.model, depth)
+        document = pipeline_periodic(
+            plan, prepared.graph, prepared.target, prepared.model, depth, selection.selected.cost
+        )
         if document["status"] == "unavailable":
             progress("periodic", f"unavailable: {document['reason']}")
         else:
@@ -421,6 +449,7 @@ def compile(
     target: str | SchedulingTarget = DEFAULT_TARGET,
     *,
     pipeline: int | None = None,
+    pipeline_method: str | None = None,
     scheduler: str = DEFAULT_SCHEDULER,
     lanes: int | None = None,
     bits: int | None = None,
@@ -439,6 +468,8 @@ def compile(
         A preset name, ``generic:P[:NS_PER_BYTE]``, a pimsim-nn config path, or a target.
     pipeline:
         Pipeline depth ``N > 1`` for throughput mode; None or 1 for latency mode.
+    pipeline_method:
+        Pipeline solver (`raptor_cp.solvers.methods(PipelineProblem)`; default ``beam``).
     scheduler:
         Latency scheduler (`raptor_cp.solvers.methods(LatencyProblem)`).
     lanes, bits:
@@ -454,7 +485,9 @@ def compile(
     """
     prepared = prepare(model, target, lanes=lanes, bits=bits, progress=progress)
     if pipeline is not None and pipeline > 1:
-        return compile_pipeline(prepared, pipeline, periodic=periodic, progress=progress)
+        return compile_pipeline(
+            prepared, pipeline, method=pipeline_method, periodic=periodic, progress=progress
+        )
     if exchange_budget is not None:
         from raptor_cp.exchange.admission import AdmissionLimits
 

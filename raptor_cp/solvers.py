@@ -65,6 +65,7 @@ SOLVERS: dict[type, dict[str, str]] = {
         "cpsat": "raptor_cp.models.joint_partition:CpSatJointModel",
     },
     PipelineProblem: {
+        "beam": "raptor_cp.pipeline.beam:BeamPipelineSolver",
         "initial": "raptor_cp.pipeline.initial:InitialPipelineSolver",
     },
 }
@@ -76,7 +77,7 @@ DEFAULT_METHOD: dict[type, str] = {
     FewestCoresProblem: "fewest-cores",
     PartitionProblem: "prefix-dp",
     JointProblem: "cpsat",
-    PipelineProblem: "initial",
+    PipelineProblem: "beam",
 }
 """The method `solve` uses when none is given: the production heuristic of each problem
 (PEFT for latency, as the seeds' latency mode)."""

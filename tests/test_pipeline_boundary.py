@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -120,3 +121,19 @@ def test_a_later_stage_reading_a_publication_adds_loads_but_not_stores() -> None
 def test_targets_without_global_memory_cost_charge_nothing() -> None:
     demand = boundary_demand(_graph(), GenericTarget(4), np.array([0, 0, 1, 1, 1, 1, 1]), 2)
     assert (demand.stores, demand.loads, demand.service_ns) == (2, 6, 0)
+
+
+def test_range_memory_sums_to_the_boundary_demand_of_every_partition() -> None:
+    from raptor_cp.pipeline.groups import pipeline_groups
+    from raptor_cp.pipeline.proxy import RangeMemory
+
+    graph = _graph()
+    target = resolve_target("arch-a")
+    memory = RangeMemory(graph, pipeline_groups(graph), target)
+    group = graph.operation.tolist()  # one group per operation, in operation order here
+    for cuts in ([1], [2], [3], [1, 3], [2, 3], [1, 2, 3]):
+        bounds = [0, *cuts, 4]
+        stage = [next(s for s in range(len(bounds) - 1) if g < bounds[s + 1]) for g in group]
+        demand = boundary_demand(graph, target, np.array(stage), len(bounds) - 1)
+        total = sum(sum(memory(a, b)) for a, b in itertools.pairwise(bounds))
+        assert total == demand.service_ns > 0, cuts

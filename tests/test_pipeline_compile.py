@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -41,16 +42,39 @@ def _check_outputs(model: Path, target: str, depth: int, out: Path) -> None:
     schedule = json.loads((out / "schedule.json").read_text())
     report = json.loads((out / "reports" / "pipeline_selection.json").read_text())
     assert (summary["mode"], schedule["mode"]) == ("pipeline", "pipeline")
-    assert summary["interval_ns"] == schedule["interval_ns"] == report["costs"]["interval_ns"]
+    assert summary["interval_ns"] == schedule["interval_ns"] == report["interval"]["interval_ns"]
     assert summary["stages"] == schedule["stages"] == len(report["stages"]) <= depth
     assert summary["core_budgets"] == schedule["core_budgets"] == report["core_budgets"]
     assert schedule["interval_ns"] >= schedule["lower_bound_ns"] > 0
-    terms = schedule["interval"]
-    assert schedule["interval_ns"] == max(
+    # The interval is the selected candidate's queue estimate: the larger of the two tie
+    # orders, core work and memory service, rounded up; the analytic proxy keeps its name.
+    assert summary["interval_source"] == schedule["interval_source"] == "queue estimate"
+    queue = report["costs"]["queue"]
+    assert (
+        schedule["interval_ns"]
+        == queue["estimate_ns"]
+        == math.ceil(
+            max(
+                queue["index_interval_ns"],
+                queue["reversed_interval_ns"],
+                queue["core_work_ns"],
+                queue["memory_service_ns"],
+            )
+        )
+    )
+    selected = [c for c in report["candidates"] if c["selected"]]
+    assert [c["index"] for c in selected] == [report["selection"]["selected"]]
+    assert selected[0]["queue_estimate_ns"] == schedule["interval_ns"]
+    terms = schedule["analytic_interval"]
+    assert terms["interval_ns"] == max(
         terms["core_work_ns"], terms["stage_span_ns"], terms["memory_service_ns"]
     )
-    assert report["termination"] == "initial partition (refinement not implemented)"
-    assert report["queue_budget"]["queue_evaluations"] == 32
+    budget = report["queue_budget"]
+    assert (budget["queue_evaluations"], budget["constructive_packings"]) == (32, 128)
+    assert 2 <= budget["queue_evaluations_used"] <= 32
+    assert budget["queue_evaluations_used"] == sum(
+        c["queue_estimate_ns"] is not None for c in report["candidates"]
+    )
     # Rebuild the schedule from the document and run the independent checker on it.
     workload = load_workload(model)
     target_obj = resolve_target(target)

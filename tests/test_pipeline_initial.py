@@ -76,7 +76,8 @@ def test_reuse_first_packing_rescues_what_order_cannot_fit() -> None:
     assert result.partition.solver == "single-stage-fallback"
     assert result.partition.details["fallback"] == "prefix DP: not_found"
     assert [s.cores for s in result.plan.stages] == [2]
-    assert result.packing[0]["packer"] == "stage"
+    assert result.packing[0]["packer"] == "reuse-first"
+    assert result.packing[0]["reason"] == "order alone cannot hold the stage's weights on 2 cores"
     cores = result.plan.schedule.core.tolist()
     assert cores[0] == cores[2] != cores[1] == cores[3]
     problem = PipelineProblem(graph, _Slots(2), 4)

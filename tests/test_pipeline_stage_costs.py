@@ -135,7 +135,7 @@ def test_stage_assignment_fits_capacity_and_costs_at_most_the_stage_cost() -> No
     graph = _layer_graph()
     costs = StageCosts(graph, SmallCores(4, ns_per_byte=1, slots=4), pipeline_groups(graph))
     for cores in (2, 3, 4):
-        core, evidence = costs.assignment(0, 3, cores, improve=False)
+        core, evidence = costs.assignment(0, 3, cores)
         problem = costs.packing_problem(0, 3, cores)
         order = costs.stage_tasks(0, 3).tolist()
         in_problem_order = tuple(
@@ -210,3 +210,15 @@ def test_dependency_span_of_a_chain_of_groups_is_its_compute_sum() -> None:
     firsts, stops = np.triu_indices(n + 1, k=1)
     expected = [sum(range(a + 1, b + 1)) for a, b in zip(firsts, stops, strict=True)]
     assert spans.batch(firsts, stops).tolist() == expected
+
+
+def test_a_whole_curve_equals_the_costs_asked_one_core_count_at_a_time() -> None:
+    graph = _layer_graph()
+    groups = pipeline_groups(graph)
+    batch = StageCosts(graph, SmallCores(4, ns_per_byte=1, slots=4), groups)
+    single = StageCosts(graph, SmallCores(4, ns_per_byte=1, slots=4), groups)
+    for first in range(groups.count):
+        for stop in range(first + 1, groups.count + 1):
+            curve = batch.curve(first, stop, 6).tolist()
+            expected = [single(first, stop, k) for k in range(1, 7)]
+            assert curve == [UNAVAILABLE if c is None else c for c in expected]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from pathlib import Path
 
 import pytest
 from test_cpsat_partition import tiny_joint
@@ -30,8 +31,13 @@ from raptor_cp.problems import (
 )
 from raptor_cp.solvers import DEFAULT_METHOD, SOLVERS, make_solver, methods, solve
 from raptor_cp.targets.generic import GenericTarget
+from raptor_cp.targets.pim.target import PimTarget
 
 FAST = {"time_limit_s": 10.0, "workers": 2}
+THREE_CORES = PimTarget.from_file(
+    Path(__file__).parent / "data" / "configs" / "three_cores" / "config.json"
+)
+"""A 3-core PIM chip: pipeline selection needs a target with a queue model."""
 
 
 def _graph(seed: int) -> ComputeGraph:
@@ -72,7 +78,7 @@ INSTANCES = {
     ],
     type(random_problem(0)): [random_problem(s, max_cores=5) for s in range(3)],
     type(tiny_joint()): [tiny_joint()],
-    PipelineProblem: [PipelineProblem(_graph(s), GenericTarget(3), 2) for s in range(2)],
+    PipelineProblem: [PipelineProblem(_graph(s), THREE_CORES, 2) for s in range(2)],
 }
 """Small instances of every registered problem type (exact solvers prove them quickly)."""
 

@@ -25,7 +25,7 @@ from raptor_cp.cli.common import (
 )
 from raptor_cp.exchange.admission import DEFAULT_FRAGMENT_LIMIT, AdmissionLimits
 from raptor_cp.flows import DEFAULT_PIPELINE_DEPTH, DEFAULT_SCHEDULER
-from raptor_cp.problems import LatencyProblem
+from raptor_cp.problems import LatencyProblem, PipelineProblem
 from raptor_cp.solvers import methods
 
 DEFAULT_OUT = Path("raptor-out")
@@ -47,6 +47,12 @@ DEFAULT_OUT = Path("raptor-out")
     "pipeline",
     type=click.IntRange(min=1),
     help="Pipeline depth N: N > 1 selects pipeline mode with at most N stages; 1 is latency.",
+)
+@click.option(
+    "--pipeline-method",
+    type=click.Choice(methods(PipelineProblem)),
+    help="Pipeline selection: beam (default; queue-aware refinement of the initial partition) "
+    "or initial (the prefix-DP partition alone, no queue comparison).",
 )
 @click.option(
     "--scheduler",
@@ -110,6 +116,7 @@ def compile_command(
     target: str,
     mode: str,
     pipeline: int | None,
+    pipeline_method: str | None,
     scheduler: str,
     out: Path,
     lanes: int | None,
@@ -137,6 +144,8 @@ def compile_command(
         raise UserError("--exchange-budget is available in latency mode only")
     if depth is None and periodic_diagnostics:
         raise UserError("--periodic-diagnostics needs pipeline mode (--pipeline N > 1)")
+    if depth is None and pipeline_method is not None:
+        raise UserError("--pipeline-method needs pipeline mode (--pipeline N > 1)")
     limits = None
     if exchange_budget is not None:
         limits = AdmissionLimits(
@@ -152,6 +161,7 @@ def compile_command(
                 path,
                 target,
                 pipeline=depth,
+                pipeline_method=pipeline_method,
                 scheduler=scheduler,
                 lanes=lanes,
                 bits=bits,
@@ -200,7 +210,8 @@ def summary_line(summary: dict[str, Any]) -> str:
         stages = f"{summary['stages']} stage{'' if summary['stages'] == 1 else 's'}"
         return (
             f"{summary['model']} on {summary['target']}: {summary['tasks']} tasks in {stages} "
-            f"on {where}, interval {format_ns(summary['interval_ns'])} (lower bound "
+            f"on {where}, interval {format_ns(summary['interval_ns'])} "
+            f"({summary['interval_source']}; lower bound "
             f"{format_ns(summary['lower_bound_ns'])}), pipeline depth {summary['pipeline']}, "
             f"wrote {summary['out']}/"
         )

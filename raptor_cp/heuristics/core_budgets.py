@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -88,9 +89,23 @@ class CostCache:
         return value
 
 
+@runtime_checkable
+class CostCurves(Protocol):
+    """A stage cost that hands out a range's whole curve at once.
+
+    ``curve(first, stop, max_cores)[k - 1]`` must equal ``stage_cost(first, stop, k)``
+    for ``k = 1..max_cores``, with `UNAVAILABLE` for None (`StageCosts` answers it
+    from its batch-priced memo, sparing one call per core count).
+    """
+
+    def curve(self, first: int, stop: int, max_cores: int) -> np.ndarray: ...
+
+
 def _cost_curve(stage_cost: StageCost, first: int, stop: int, max_cores: int) -> np.ndarray:
     """``stage_cost(first, stop, k)`` for ``k = 1..max_cores`` (index ``k - 1``), None as
     `UNAVAILABLE`."""
+    if isinstance(stage_cost, CostCurves):
+        return stage_cost.curve(first, stop, max_cores)
     values = (stage_cost(first, stop, k) for k in range(1, max_cores + 1))
     return np.array([UNAVAILABLE if v is None else v for v in values], dtype=np.int64)
 

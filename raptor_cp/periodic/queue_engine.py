@@ -249,32 +249,116 @@ class _Simulation:
         self.waits = [[0] * (events.num_cores + 1) for _ in range(max_generations)]
         self.max_request_wait = 0
         self.capped = -1
-        self.now = 0
 
     def run(self, order: str) -> QueueRun:
-        for x in range(self.n):
-            if self.missing[x] == 0:
-                self._schedule(x)
+        """The event loop: `_schedule`, arrivals, starts, releases and `_complete`, inlined.
+
+        The heap holds at most one entry ``(time, tie, event)`` per event, so the
+        processing order is fixed by ``(time, tie)`` alone; the loop below only
+        avoids Python call overhead (it is the hot path of pipeline selection).
+        """
+        heap, tie, tokens = self.heap, self.tie, self.tokens
+        into, out, d, w, v = self.into, self.out, self.d, self.w, self.v
+        resource, service, release, released_by = (
+            self.resource, self.service, self.release, self.released_by,
+        )  # fmt: skip
+        gen, missing, busy, arrival = self.gen, self.missing, self.busy, self.arrival
+        holder, fifo, core, waits = self.holder, self.fifo, self.core, self.waits
+        memory, max_generations, n = self.memory, self.max_generations, self.n
+        done, end, ends = self.done, self.end, self.ends
+        push, pop = heapq.heappush, heapq.heappop
+        no_resource = NO_RESOURCE
+
+        def schedule(x: int, now: int) -> None:
+            k = gen[x]
+            ready = now
+            for e in into[x]:
+                if k >= d[e]:
+                    token = tokens[e].pop(0)
+                    if token > ready:
+                        ready = token
+            busy[x] = True
+            arrival[x] = -1
+            push(heap, (ready, tie[x], x))
+
+        def start(x: int, r: int, now: int) -> None:
+            holder[r] = x
+            wait = now - arrival[x]
+            waits[gen[x]][core[x]] += wait
+            if r == memory and wait > self.max_request_wait:
+                self.max_request_wait = wait
+            push(heap, (now + service[x], tie[x], x))
+
+        for x in range(n):
+            if missing[x] == 0:
+                schedule(x, 0)
         processed = 0
-        converged_at = -1
-        while self.heap and converged_at < 0:
-            if processed >= self.budget:
+        budget = self.budget
+        window = 2 * WINDOW
+        while heap:
+            if processed >= budget:
                 reason = (
-                    f"processed-event bound {self.budget} = {EVENT_BUDGET_FACTOR}(V+E) reached "
-                    f"after {len(self.ends)} generation(s) without convergence"
+                    f"processed-event bound {budget} = {EVENT_BUDGET_FACTOR}(V+E) reached "
+                    f"after {len(ends)} generation(s) without convergence"
                 )
                 return self._unavailable(order, reason, processed)
-            time, _, x = heapq.heappop(self.heap)
+            now, _, x = pop(heap)
             processed += 1
-            self.now = time
-            r = self.resource[x]
-            if r != NO_RESOURCE and self.arrival[x] < 0:
-                self._arrive(x, r)
-            elif self._complete(x):
-                converged_at = len(self.ends) - 1
-        if converged_at < 0:
-            return self._unavailable(order, self._stall_reason(), processed)
-        k = converged_at
+            r = resource[x]
+            if r != no_resource and arrival[x] < 0:
+                arrival[x] = now
+                if holder[r] < 0:
+                    start(x, r, now)
+                else:
+                    fifo[r].append(x)
+                continue
+            # x completes generation k.
+            k = gen[x]
+            if r != no_resource and release[x] == x:
+                holder[r] = -1
+                if fifo[r]:
+                    start(fifo[r].pop(0), r, now)
+            held = released_by[x]
+            if held >= 0:
+                rr = resource[held]
+                holder[rr] = -1
+                if fifo[rr]:
+                    start(fifo[rr].pop(0), rr, now)
+            for e in out[x]:
+                y = v[e]
+                queue = tokens[e]
+                queue.append(now + w[e])
+                if len(queue) == 1 and not busy[y] and d[e] <= gen[y] < max_generations:
+                    missing[y] -= 1
+                    if missing[y] == 0:
+                        schedule(y, now)
+            busy[x] = False
+            gen[x] = k + 1
+            done[k] += 1
+            if now > end[k]:
+                end[k] = now
+            if done[k] == n:
+                ends.append(end[k])
+                j = len(ends) - 1
+                if j >= window:
+                    early = ends[j - WINDOW] - ends[j - window]
+                    late = ends[j] - ends[j - WINDOW]
+                    if 100 * abs(late - early) <= CONVERGENCE_PERCENT * max(early, late):
+                        return self._converged(order, j, processed)
+            if k + 1 >= max_generations:
+                if self.capped < 0:
+                    self.capped = x
+                continue
+            count = 0
+            for e in into[x]:
+                if k + 1 >= d[e] and not tokens[e]:
+                    count += 1
+            missing[x] = count
+            if count == 0:
+                schedule(x, now)
+        return self._unavailable(order, self._stall_reason(), processed)
+
+    def _converged(self, order: str, k: int, processed: int) -> QueueRun:
         interval = (self.ends[k] - self.ends[k - 2 * WINDOW]) / (2 * WINDOW)
         body = range(k - 2 * WINDOW + 1, k + 1)
         queued = sorted({self.core[x] for x in range(self.n) if self.resource[x] != NO_RESOURCE})
@@ -320,83 +404,3 @@ class _Simulation:
             f"stalled after {len(self.ends)} generation(s): {self._describe(waiting)} waits "
             f"in generation {self.gen[waiting]} for tokens that never arrive"
         )
-
-    def _schedule(self, x: int) -> None:
-        """``x`` has every token of its current generation: consume them and queue it."""
-        k = self.gen[x]
-        ready = self.now
-        for e in self.into[x]:
-            if k >= self.d[e]:
-                token = self.tokens[e].pop(0)
-                ready = max(ready, token)
-        self.busy[x] = True
-        self.arrival[x] = -1
-        heapq.heappush(self.heap, (ready, self.tie[x], x))
-
-    def _arrive(self, x: int, r: int) -> None:
-        self.arrival[x] = self.now
-        if self.holder[r] < 0:
-            self._start(x, r)
-        else:
-            self.fifo[r].append(x)
-
-    def _start(self, x: int, r: int) -> None:
-        self.holder[r] = x
-        wait = self.now - self.arrival[x]
-        k = self.gen[x]
-        self.waits[k][self.core[x]] += wait
-        if r == self.memory:
-            self.max_request_wait = max(self.max_request_wait, wait)
-        heapq.heappush(self.heap, (self.now + self.service[x], self.tie[x], x))
-
-    def _release(self, r: int) -> None:
-        self.holder[r] = -1
-        if self.fifo[r]:
-            self._start(self.fifo[r].pop(0), r)
-
-    def _complete(self, x: int) -> bool:
-        """``x`` completes its generation; True when that made the interval converge."""
-        now, k = self.now, self.gen[x]
-        r = self.resource[x]
-        if r != NO_RESOURCE and self.release[x] == x:
-            self._release(r)
-        held = self.released_by[x]
-        if held >= 0:
-            self._release(self.resource[held])
-        for e in self.out[x]:
-            y = self.v[e]
-            queue = self.tokens[e]
-            queue.append(now + self.w[e])
-            if (
-                len(queue) == 1
-                and not self.busy[y]
-                and self.d[e] <= self.gen[y] < self.max_generations
-            ):
-                self.missing[y] -= 1
-                if self.missing[y] == 0:
-                    self._schedule(y)
-        self.busy[x] = False
-        self.gen[x] = k + 1
-        converged = self._count(k, now)
-        if k + 1 >= self.max_generations:
-            if self.capped < 0:
-                self.capped = x
-            return converged
-        self.missing[x] = sum(1 for e in self.into[x] if k + 1 >= self.d[e] and not self.tokens[e])
-        if self.missing[x] == 0:
-            self._schedule(x)
-        return converged
-
-    def _count(self, k: int, now: int) -> bool:
-        """Record that one event finished generation ``k``; True on convergence."""
-        self.done[k] += 1
-        self.end[k] = max(self.end[k], now)
-        if self.done[k] < self.n:
-            return False
-        self.ends.append(self.end[k])
-        j = len(self.ends) - 1
-        if j < 2 * WINDOW:
-            return False
-        early = self.ends[j - WINDOW] - self.ends[j - 2 * WINDOW]
-        late = self.ends[j] - self.ends[j - WINDOW]
-        return 100 * abs(late - early) <= CONVERGENCE_PERCENT * max(early, late)

@@ -32,6 +32,7 @@ selection compares (`RealizedScheduleCost`). Time: the extraction
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from raptor_cp.errors import InvalidInstanceError, TimingUnavailableError
@@ -83,6 +84,7 @@ def queue_schedule_cost(
             f"{name}: {non_work} non-compute steps, above the extraction bound of "
             f"{MAX_NON_WORK_STEPS} per schedule"
         )
+    began = time.perf_counter()
     try:
         events = build_events([list(steps) for steps in programs], timing, name)
     except InvalidInstanceError as error:
@@ -91,12 +93,19 @@ def queue_schedule_cost(
         check_timing_range(events, baseline_service_ns)
     except TimingUnavailableError as error:
         return RealizedScheduleCost.unavailable(str(error), SUPPORTED)
+    wall = [("extraction", time.perf_counter() - began)]
+    began = time.perf_counter()
     estimate = queue_estimate(events, network_queues=True, memory_controller=True)
+    wall.append(("queue", time.perf_counter() - began))
     runs = (estimate.run, estimate.reversed_run)
     reasons = [
         f"{run.tie_order} tie order: {run.reason}" for run in runs if run.status != STATUS_CONVERGED
     ]
-    guidance = _recurrence(events, reasons) if recurrence and not reasons else None
+    guidance = None
+    if recurrence and not reasons:
+        began = time.perf_counter()
+        guidance = _recurrence(events, reasons)
+        wall.append(("recurrence", time.perf_counter() - began))
     return RealizedScheduleCost(
         status=UNAVAILABLE_COST if reasons else AVAILABLE,
         reasons=tuple(reasons),
@@ -108,6 +117,7 @@ def queue_schedule_cost(
         generations=(estimate.run.generations, estimate.reversed_run.generations),
         events=events.num_events,
         recurrence=guidance,
+        wall_s=tuple(wall),
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.pipeline.plan import PipelinePlan
-from raptor_cp.targets.base import SchedulingTarget
+from raptor_cp.targets.base import RealizedScheduleCost, SchedulingTarget
 
 
 def pipeline_periodic(
@@ -28,8 +28,16 @@ def pipeline_periodic(
     target: SchedulingTarget,
     model: str,
     depth: int,
+    selected: RealizedScheduleCost | None = None,
 ) -> dict[str, Any]:
-    """The ``pipeline_periodic.json`` document of a placed pipeline (read-only)."""
+    """The ``pipeline_periodic.json`` document of a placed pipeline (read-only).
+
+    ``selected`` is the selection's own queue evidence on the same schedule
+    (None when no queue comparison ran); the document repeats its intervals
+    beside the diagnostic's ``memory_controller`` estimate, which the same
+    realization, step timing and queue engine (with the controller's FIFO)
+    make equal.
+    """
     from raptor_cp.errors import TimingUnavailableError
     from raptor_cp.periodic.analysis import QueueModel, analyse_periodic
     from raptor_cp.pipeline.realize import REALIZATION_EFFECTS, pipeline_events
@@ -58,7 +66,14 @@ def pipeline_periodic(
         "depth": depth,
         "stages": len(plan.stages),
         "core_budgets": list(plan.budgets),
-        "schedule_interval_ns": plan.interval_ns,
+        "analytic_interval_ns": plan.interval_ns,
+        "selection_queue": None
+        if selected is None
+        else {
+            "estimate_ns": selected.estimate_ns,
+            "index_interval_ns": selected.index_interval_ns,
+            "reversed_interval_ns": selected.reversed_interval_ns,
+        },
         "steps": steps,
     }
     return document

@@ -14,12 +14,14 @@
    per core (ties: lowest stage) — the seeds' "idle spare cores", which a feasible
    packing tolerates;
 5. `StageCosts.assignment`: each stage's constructive packing on its final budget
-   (ordered runs, or the reuse-first stage packer when its demand is lower);
+   (ordered runs, or the reuse-first stage packer when order cannot hold the
+   stage's weights on its cores);
 6. `assemble_pipeline`: layout, placement, per-core order, boundary demand and the
-   interval estimate.
+   analytic interval proxy.
 
-The bounded beam refinement (seeds' steps 3–8) is not implemented: the initial
-partition is the selected schedule.
+`InitialPipelineSolver` (method ``initial``) keeps this schedule without
+refinement or queue comparison; the default solver, ``beam``
+(`raptor_cp.pipeline.beam`), refines it (the seeds' steps 3–8).
 """
 
 from __future__ import annotations
@@ -55,20 +57,23 @@ class InitialPipeline:
 
     plan: PipelinePlan
     partition: PartitionSolution
-    stage_costs: list[int | None]
-    """``stage_cost`` of each stage at its final budget."""
-    packing: list[dict[str, object]]
-    """Per stage: the constructive packing's evidence (`StageCosts.assignment`)."""
+    costs: StageCosts
+    """The stage costs the partition was priced with (memo kept for refinement)."""
+    assignments: tuple[tuple[int, ...], ...]
+    """Per stage: the constructive packing (`StageCosts.assignment`)."""
+    packing: tuple[dict[str, object], ...]
+    """Per stage: the constructive packing's evidence."""
     phase_times_s: dict[str, float] = field(default_factory=dict)
     work: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class InitialPipelineSolver:
-    """`initial_pipeline` as the registered solver of `PipelineProblem`.
+    """`initial_pipeline` as a registered solver of `PipelineProblem` (method ``initial``).
 
-    The initial partition is the selected schedule: its ``objective`` is the
-    plan's interval estimate and its status FEASIBLE (nothing is proved).
+    The initialized schedule is selected as it is: one candidate, no queue
+    comparison, so its ``objective`` is the plan's analytic interval proxy; the
+    status is FEASIBLE (nothing is proved).
     """
 
     name: ClassVar[str] = "initial"
@@ -76,11 +81,28 @@ class InitialPipelineSolver:
     spare_units: int = SPARE_UNITS
 
     def solve(self, problem: PipelineProblem) -> PipelineSolution:
+        from raptor_cp.pipeline.selection import Candidate, Decision, PipelineSelection
+
         began = time.perf_counter()
         result = initial_pipeline(problem.graph, problem.target, problem.depth, self.spare_units)
+        candidate = Candidate(
+            0, result.plan.stages, None, "initial partition", 0, None, result.plan,
+            result.packing, None,
+        )  # fmt: skip
+        rule = "initial solver: the initialized schedule, no refinement or queue comparison"
+        selection = PipelineSelection(
+            solver=self.name,
+            initial=result,
+            candidates=(candidate,),
+            decision=Decision(0, None, (), None, rule),
+            termination="no refinement: the initial solver builds one candidate",
+            constructive_packings=(1, 1),
+            phase_times_s=dict(result.phase_times_s),
+            work=dict(result.work),
+        )
         return PipelineSolution(
             result.plan,
-            selection=result,
+            selection=selection,
             status=Status.FEASIBLE,
             solver=self.name,
             objective=result.plan.interval_ns,
@@ -188,17 +210,17 @@ def initial_pipeline(
     tabulate_grid(problem, units, spare_units)
     partition = initial_partition(problem, spare_units)
     partition_s = time.perf_counter() - mark
-    times["constructive_packing"] = costs.stats.packing_s
+    times["stage_cost_pricing"] = costs.stats.packing_s
     times["dependency_spans"] = costs.stats.spans_s
-    times["partition"] = partition_s - costs.stats.packing_s - costs.stats.spans_s
+    times["partition_dp"] = partition_s - costs.stats.packing_s - costs.stats.spans_s
     if partition.stages is None:
         partition = single_stage_fallback(problem, partition)
 
     mark = time.perf_counter()
     groups = costs.groups
     stages = final_stages(graph, costs, units.stages(partition.stages), target.cores)
-    assignments = []
-    evidence = []
+    assignments: list[tuple[int, ...]] = []
+    evidence: list[dict[str, object]] = []
     for stage in stages:
         core, details = costs.assignment(stage.first, stage.stop, stage.cores)
         assignments.append(core)
@@ -208,12 +230,13 @@ def initial_pipeline(
     mark = time.perf_counter()
     plan = assemble_pipeline(graph, target, groups, stages, assignments)
     times["placement"] = time.perf_counter() - mark
-    times["total"] = time.perf_counter() - began
+    times["initialization"] = time.perf_counter() - began
     return InitialPipeline(
         plan=plan,
         partition=partition,
-        stage_costs=[costs(s.first, s.stop, s.cores) for s in stages],
-        packing=evidence,
+        costs=costs,
+        assignments=tuple(assignments),
+        packing=tuple(evidence),
         phase_times_s=times,
         work={
             "groups": groups.count,

@@ -10,7 +10,8 @@ the as-soon-as-possible schedule on unlimited cores with free transfers
 (`ComputeGraph.asap_finish`) priced by the *nominal* priorities
 (`ComputeGraph.nominal_cost`: a transpose counts as one bulk move), as
 partitioning ranks by (scheduling-implementation.md, "Priorities, placement,
-and recovery limits"): task ``t`` runs from ``start(t)`` to ``finish(t)``. The span of groups ``[first, stop)`` is
+and recovery limits"): task ``t`` runs from ``start(t)`` to ``finish(t)``.
+The span of groups ``[first, stop)`` is
 
     max finish(t) - min start(t)  over the tasks t of the range,
 

@@ -37,18 +37,19 @@ stay in their order, so groups ``[first, stop)`` are one contiguous range.
 
 Caching. `tabulate` prices every range at given core counts in one batch (the
 partition DP's grid budgets); any other query prices its range's whole curve
-``1..P`` in one batch. Costs are memoised per ``(first, stop, cores)``.
-`assignment` returns the constructive ordered runs of a chosen stage, or the
-reuse-first stage packer's (`raptor_cp.heuristics.stage_packing.pack_stage`)
-assignment when that one has lower `packing_demand` on the stage's exact
-`PackingProblem`.
+``1..P`` in one batch, and `prefetch` prices the curves of many ranges at once
+(the refinement's neighbourhood). Costs are memoised per ``(first, stop, cores)``.
+`assignment` returns the constructive ordered runs of a chosen stage, or, when
+order alone cannot hold its weights on its cores, the reuse-first stage
+packer's (`raptor_cp.heuristics.stage_packing.pack_stage`) assignment on the
+stage's exact `PackingProblem`.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,7 +59,7 @@ from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.range_packing import UNAVAILABLE, RangePacker, capacity_reach
 from raptor_cp.pipeline.groups import PipelineGroups
 from raptor_cp.pipeline.spans import DependencySpans
-from raptor_cp.problems import PackingProblem, packing_demand
+from raptor_cp.problems import PackingProblem
 from raptor_cp.targets.base import SchedulingTarget
 
 
@@ -114,6 +115,8 @@ class StageCosts:
         self.spans = DependencySpans(graph, groups)
         self.stats = StageCostStats()
         self._costs: dict[tuple[int, int, int], int | None] = {}
+        self._curves: set[tuple[int, int]] = set()
+        """Ranges whose whole curve ``1..P`` is priced."""
 
     def _price(self, firsts: np.ndarray, stops: np.ndarray, cores: np.ndarray) -> None:
         """Price a batch of ``(first, stop, cores)`` queries into the memo."""
@@ -183,9 +186,37 @@ class StageCosts:
         """Ordered-packing cost of the stage on ``cores`` cores (None: unavailable)."""
         key = (first, stop, cores)
         if key not in self._costs:
-            ks = np.arange(1, max(cores, self.cores) + 1, dtype=np.int64)
-            self._price(np.full(ks.shape, first), np.full(ks.shape, stop), ks)
+            if cores > self.cores:
+                ks = np.arange(1, cores + 1, dtype=np.int64)
+                self._price(np.full(ks.shape, first), np.full(ks.shape, stop), ks)
+            else:
+                self.prefetch([(first, stop)])
         return self._costs[key]
+
+    def prefetch(self, ranges: Iterable[tuple[int, int]]) -> None:
+        """Price the whole curve ``1..P`` of every range not priced yet, in one batch."""
+        todo = [r for r in dict.fromkeys(ranges) if r not in self._curves]
+        if not todo:
+            return
+        firsts, stops = (np.asarray(c, dtype=np.int64) for c in zip(*todo, strict=True))
+        ks = np.arange(1, self.cores + 1, dtype=np.int64)
+        self._price(
+            np.repeat(firsts, ks.shape[0]), np.repeat(stops, ks.shape[0]), np.tile(ks, len(todo))
+        )
+        self._curves.update(todo)
+
+    def curve(self, first: int, stop: int, max_cores: int) -> np.ndarray:
+        """``self(first, stop, k)`` for ``k = 1..max_cores``, `UNAVAILABLE` for None
+        (`raptor_cp.heuristics.core_budgets.CostCurves`)."""
+        if max_cores > self.cores:
+            self.packing_cost(first, stop, max_cores)
+        else:
+            self.prefetch([(first, stop)])
+        span = self.span(first, stop)
+        values = [self._costs[first, stop, k] for k in range(1, max_cores + 1)]
+        return np.array(
+            [UNAVAILABLE if v is None else max(v, span) for v in values], dtype=np.int64
+        )
 
     def span(self, first: int, stop: int) -> int:
         """Dependency span of groups ``[first, stop)``."""
@@ -238,43 +269,50 @@ class StageCosts:
         )
 
     def assignment(
-        self, first: int, stop: int, cores: int, improve: bool = True
+        self, first: int, stop: int, cores: int
     ) -> tuple[tuple[int, ...], dict[str, object]]:
         """A constructive packing of the stage on ``cores`` cores and its evidence.
 
         The core of every task of ``groups.range_tasks(first, stop)`` (topological
-        order), from the ordered runs at the stage's packing cost or, with
-        ``improve``, from `pack_stage` when its assignment has a strictly lower
-        `packing_demand` on the exact problem. Raises `NotFoundWithinBudgetError`
-        when neither packs the stage (a bounded-search result, not a proof).
+        order): the ordered runs at the stage's packing cost when order holds the
+        weights on ``cores`` cores; otherwise -- order alone cannot realize the
+        capacity bound -- the reuse-first stage packer
+        (`raptor_cp.heuristics.stage_packing.pack_stage`) on the stage's exact
+        `PackingProblem` (seeds: the allocator "uses reuse-first resident-weight
+        packing when order alone cannot realize a capacity bound"). Raises
+        `NotFoundWithinBudgetError` when neither packs the stage (a bounded-search
+        result, not a proof).
         """
-        problem = self.packing_problem(first, stop, cores)
         cost = self.packing_cost(first, stop, cores)
-        evidence: dict[str, object] = {"packing_cost_ns": cost}
-        candidates: dict[str, tuple[int, ...]] = {}
+        by_task = np.empty(self.graph.num_tasks, dtype=np.int64)
         if cost is not None:
-            base = int(self.offsets[first])
-            starts = self.packer.runs(base, int(self.offsets[stop]), cost)
-            bounds = [*starts, int(self.offsets[stop])]
-            candidates["ordered"] = tuple(
-                r for r in range(len(starts)) for _ in range(bounds[r], bounds[r + 1])
-            )
-        if improve:
+            base, end = int(self.offsets[first]), int(self.offsets[stop])
+            starts = self.packer.runs(base, end, cost)
+            bounds = [*starts, end]
+            runs = [r for r in range(len(starts)) for _ in range(bounds[r], bounds[r + 1])]
+            by_task[self.stage_tasks(first, stop)] = runs
+            evidence: dict[str, object] = {
+                "packer": "ordered",
+                "packing_cost_ns": cost,
+                "runs": len(starts),
+            }
+        else:
             from raptor_cp.heuristics.stage_packing import pack_stage
 
+            problem = self.packing_problem(first, stop, cores)
             solution = pack_stage(problem)
-            evidence["stage_packer"] = solution.status.value
-            if solution.core is not None:
-                candidates["stage"] = solution.core
-        if not candidates:
-            raise NotFoundWithinBudgetError(
-                f"{problem.name}: no packing on {cores} cores fits capacity {self.capacity}"
-            )
-        demand = {name: max(packing_demand(problem, core)) for name, core in candidates.items()}
-        packer = min(demand, key=demand.__getitem__)  # ordered first on ties
-        evidence.update(packer=packer, demand_ns=demand)
-        by_task = np.empty(self.graph.num_tasks, dtype=np.int64)
-        by_task[self.stage_tasks(first, stop)] = candidates[packer]
+            if solution.core is None:
+                raise NotFoundWithinBudgetError(
+                    f"{problem.name}: no packing on {cores} cores fits capacity {self.capacity}"
+                )
+            by_task[self.stage_tasks(first, stop)] = solution.core
+            evidence = {
+                "packer": "reuse-first",
+                "packing_cost_ns": None,
+                "reason": f"order alone cannot hold the stage's weights on {cores} cores",
+                "demand_ns": solution.objective,
+                "status": solution.status.value,
+            }
         return tuple(by_task[self.groups.range_tasks(first, stop)].tolist()), evidence
 
 

@@ -36,8 +36,8 @@ from raptor_cp.targets.base import SchedulingTarget
 
 if TYPE_CHECKING:
     from raptor_cp.pipeline.groups import PipelineGroups
-    from raptor_cp.pipeline.initial import InitialPipeline
     from raptor_cp.pipeline.plan import PipelinePlan
+    from raptor_cp.pipeline.selection import PipelineSelection
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,12 +72,14 @@ class PipelineProblem:
 class PipelineSolution(Solution):
     """A placed pipeline (None when nothing was found); ``objective`` is its interval in ns.
 
-    ``selection`` is the evidence of how the plan was chosen, which
-    ``reports/pipeline_selection.json`` records.
+    The interval is the selected candidate's queue estimate when the selection
+    compared candidates by the target's queue model, otherwise the plan's
+    analytic proxy (``selection`` says which). ``selection`` is the evidence of
+    how the plan was chosen, which ``reports/pipeline_selection.json`` records.
     """
 
     plan: PipelinePlan | None
-    selection: InitialPipeline | None = None
+    selection: PipelineSelection | None = None
 
 
 def check_pipeline(problem: PipelineProblem, solution: PipelineSolution) -> None:

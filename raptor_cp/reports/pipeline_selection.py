@@ -1,35 +1,58 @@
 """``reports/pipeline_selection.json``: how a pipeline compile chose its schedule.
 
 A JSON-ready dict rendered by `raptor_cp.reports.output.dumps` (sorted keys, no
-timestamps). It follows the seeds' names (scheduling.md, "Default throughput selection": costs,
-eligibility, selection, attempts, search parents, compact task-stage runs, core
-budgets, recurrence contributions, termination, queue budget, phase times); the
-bounded beam refinement is not implemented, so there is one candidate (the
-initial partition), no search parent and no recurrence analysis, and those
-fields say so. ``phase_times_s`` holds measured wall times: it is the one field
-that differs between two runs on the same inputs.
+timestamps) from the solver's `PipelineSelection`. It follows the seeds' list
+(scheduling.md, "Default throughput selection": "Spatial costs, eligibility,
+selection, and backend attempts ... search parents, compact task-stage runs,
+core budgets, recurrence contributions, termination, attempts, queue budget,
+and phase times"):
+
+* ``interval``: the selected schedule's interval and where it comes from (the
+  selected candidate's queue estimate, or the analytic proxy when no queue
+  comparison ran, with the reason);
+* ``costs``: the selected candidate's Spatial costs: the target's queue
+  evidence (both tie orders, core work, memory-controller service, binding
+  term), the analytic proxy of the placed plan (``analytic_interval``: per-core
+  work, stage span, boundary service; the stage span is a latency, not an
+  initiation interval) and the ranking proxy;
+* ``candidates``: every candidate built, with its stages, core budgets, search
+  parent and move, proxy, analytic interval, ``queue_estimate_ns`` and
+  eligibility; ``search_parents`` and ``rounds`` give the beam's history,
+  ``attempts`` every proposal tried and its outcome;
+* ``selection``: the 2.1 % near-equivalence decision; ``termination``;
+  ``queue_budget`` (``queue_evaluations_used`` of 32, constructive packings
+  used of 128); ``recurrence_contributions`` of the selected schedule per
+  stage; ``task_stage_runs`` (compact runs of consecutive task ids in one
+  stage) and per-stage rows of the selected plan;
+* ``phase_times_s``: measured wall times (initialization phases, then
+  neighbourhood scoring, constructive packing, dependency-witness analysis and
+  queue execution): the one field that differs between two runs.
+
+No field is a placeholder: a value that does not exist is None next to a
+``*_why`` field saying why.
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from raptor_cp.bounds import interval_lower_bound
 from raptor_cp.pipeline.plan import PipelinePlan
+from raptor_cp.pipeline.selection import MARGIN, Candidate, PipelineSelection
+from raptor_cp.targets.base import RealizedScheduleCost
 
 if TYPE_CHECKING:
     from raptor_cp.flows import PipelineResult
 
 SELECTION_FORMAT = "raptor-cp-pipeline-selection"
-FORMAT_VERSION = 1
-TERMINATION = "initial partition (refinement not implemented)"
-QUEUE_EVALUATIONS = 32
-"""The seeds' queue-evaluation budget of the (not yet implemented) refinement."""
-CONSTRUCTIVE_PACKINGS = 128
-"""The seeds' constructive allocation / physical packing budget; the initial schedule's
-allocation and placement use one of them."""
+FORMAT_VERSION = 2
+BACKEND_WHY = (
+    "raptor-cp stops at the placed schedule: no candidate is lowered to instructions, so "
+    "there is no backend resource retry"
+)
 
 
 def task_stage_runs(task_stage: np.ndarray) -> list[list[int]]:
@@ -42,12 +65,83 @@ def task_stage_runs(task_stage: np.ndarray) -> list[list[int]]:
     return [[int(a), int(b), int(task_stage[a])] for a, b in zip(starts, stops, strict=True)]
 
 
-def _stage_rows(
-    plan: PipelinePlan, stage_costs: list[int | None], packing: list[dict[str, object]]
-) -> list[dict[str, object]]:
+def _ns(value: Fraction) -> float:
+    return round(float(value), 3)
+
+
+def queue_evidence(cost: RealizedScheduleCost) -> dict[str, object]:
+    """The target's evidence on one realized schedule, as JSON."""
+    return {
+        "status": cost.status,
+        "reasons": list(cost.reasons),
+        "static_support": cost.static_support,
+        "estimate_ns": cost.estimate_ns,
+        "binding": cost.binding,
+        "index_interval_ns": cost.index_interval_ns,
+        "reversed_interval_ns": cost.reversed_interval_ns,
+        "core_work_ns": max(cost.core_work_ns, default=None),
+        "memory_service_ns": cost.memory_service_ns,
+        "generations": list(cost.generations),
+        "events": cost.events,
+    }
+
+
+def recurrence_contributions(candidate: Candidate) -> dict[str, object]:
+    """Per stage, the delay the critical recurrence cycle spends on its cores."""
+    cost = candidate.cost
+    if cost is None or cost.recurrence is None:
+        why = (
+            "no queue comparison ran, so no recurrence was analysed"
+            if cost is None
+            else "the event graph has no cycle"
+        )
+        return {"ratio_ns": None, "why": why}
+    stage_of_core = candidate.plan.schedule.stage or ()
+    per_stage: dict[int, int] = {}
+    for core, ns in cost.recurrence.core_delay_ns.items():
+        stage = stage_of_core[core] if core < len(stage_of_core) else -1
+        per_stage[stage] = per_stage.get(stage, 0) + ns
+    return {
+        "ratio_ns": cost.recurrence.ratio_ns,
+        "distance": cost.recurrence.distance,
+        "stage_delay_ns": [{"stage": s, "delay_ns": ns} for s, ns in sorted(per_stage.items())],
+    }
+
+
+def _candidate_row(candidate: Candidate, selected: int) -> dict[str, object]:
+    cost = candidate.cost
+    row: dict[str, object] = {
+        "index": candidate.index,
+        "parent": candidate.parent,
+        "round": candidate.round,
+        "move": candidate.move,
+        "stage_ranges": [[s.first, s.stop] for s in candidate.stages],
+        "core_budgets": [s.cores for s in candidate.stages],
+        "proxy": None if candidate.proxy is None else candidate.proxy.to_json(),
+        "analytic_interval_ns": candidate.plan.interval_ns,
+        "queue_estimate_ns": candidate.estimate_ns,
+        "selected": candidate.index == selected,
+        "selection_eligible": cost is not None and cost.available,
+    }
+    if cost is None:
+        row["queue_estimate_why"] = "not queue-evaluated: " + (
+            "a single candidate skips the queue comparison"
+            if candidate.index == 0
+            else "the queue evaluation budget was spent"
+        )
+        row["eligibility_reasons"] = ["no queue estimate"]
+    else:
+        row["queue"] = queue_evidence(cost)
+        row["eligibility_reasons"] = list(cost.reasons)
+        row["recurrence_contributions"] = recurrence_contributions(candidate)
+    return row
+
+
+def _stage_rows(plan: PipelinePlan, candidate: Candidate) -> list[dict[str, object]]:
     rows = []
+    proxy = candidate.proxy
     for s, (stage, placement, region, evidence) in enumerate(
-        zip(plan.stages, plan.placements, plan.layout.regions, packing, strict=True)
+        zip(plan.stages, plan.placements, plan.layout.regions, candidate.packing, strict=True)
     ):
         timing = placement.timing
         rows.append(
@@ -59,7 +153,7 @@ def _stage_rows(
                 "core_budget": stage.cores,
                 "cores": list(region),
                 "cores_used": len(set(placement.cores)),
-                "stage_cost_ns": stage_costs[s],
+                "stage_cost_ns": None if proxy is None else proxy.stage_cost[s],
                 "packing": evidence,
                 "core_work_ns": timing.demand_ns,
                 "compute_ns": timing.compute_ns,
@@ -73,49 +167,62 @@ def _stage_rows(
     return rows
 
 
-def selection_document(result: PipelineResult) -> dict[str, object]:
-    """Build ``reports/pipeline_selection.json`` of a pipeline compile (module docstring).
+def _interval(selection: PipelineSelection) -> dict[str, object]:
+    chosen = selection.selected
+    if chosen.estimate_ns is not None:
+        return {
+            "interval_ns": chosen.estimate_ns,
+            "source": "queue estimate",
+            "binding": None if chosen.cost is None else chosen.cost.binding,
+        }
+    return {
+        "interval_ns": chosen.plan.interval_ns,
+        "source": "analytic proxy",
+        "binding": chosen.plan.estimate.binding,
+        "why": selection.decision.rule,
+    }
 
-    The selection evidence (`InitialPipeline`) holds the initial partition as the
-    prefix DP returned it, each stage's cost at its final budget and packing
-    evidence, and the phases' wall times and work counts.
-    """
+
+def selection_document(result: PipelineResult) -> dict[str, object]:
+    """Build ``reports/pipeline_selection.json`` of a pipeline compile (module docstring)."""
     plan, selection = result.solution.plan, result.solution.selection
     assert plan is not None and selection is not None
     graph, target = result.problem.graph, result.problem.target
-    model, depth = result.prepared.model, result.problem.depth
-    partition = selection.partition
-    stage_costs, packing = selection.stage_costs, selection.packing
-    phase_times_s, work = selection.phase_times_s, selection.work
-    estimate = plan.estimate.to_json()
-    candidate = {
-        "index": 0,
-        "origin": "initial partition",
-        "core_budgets": list(plan.budgets),
-        "stage_ranges": [[s.first, s.stop] for s in plan.stages],
-        "partition_objective_ns": partition.objective,
-        "interval_ns": plan.interval_ns,
-        "queue_estimate_ns": None,
-        "selection_eligible": True,
+    chosen = selection.selected
+    initial = selection.initial
+    partition = initial.partition
+    decision = selection.decision
+    queue_used, queue_budget = selection.queue_evaluations
+    packings_used, packings_budget = selection.constructive_packings
+    costs: dict[str, object] = {
+        "analytic_interval": plan.estimate.to_json(),
+        "proxy": None if chosen.proxy is None else chosen.proxy.to_json(),
     }
+    if chosen.cost is None:
+        costs["queue"] = None
+        costs["queue_why"] = decision.rule
+    else:
+        costs["queue"] = queue_evidence(chosen.cost)
     return {
         "format": SELECTION_FORMAT,
         "version": FORMAT_VERSION,
-        "model": model,
+        "model": result.prepared.model,
         "target": target.name,
-        "pipeline_depth": depth,
+        "pipeline_depth": result.problem.depth,
+        "solver": selection.solver,
         "groups": [
             {"group": g, "operation": name, "tasks": len(tasks)}
             for g, (name, tasks) in enumerate(
                 zip(plan.groups.names, plan.groups.tasks, strict=True)
             )
         ],
-        "stages": _stage_rows(plan, stage_costs, packing),
+        "interval": _interval(selection),
+        "stages": _stage_rows(plan, chosen),
         "core_budgets": list(plan.budgets),
         "partition_core_budgets": [s.cores for s in partition.stages or ()],
         "idle_cores": target.cores - sum(plan.budgets),
         "task_stage_runs": task_stage_runs(plan.task_stage(graph.num_tasks)),
-        "costs": estimate,
+        "costs": costs,
         "boundary": plan.boundary.to_json(),
         "baseline_memory": plan.baseline.to_json(),
         "bounds": {
@@ -128,24 +235,50 @@ def selection_document(result: PipelineResult) -> dict[str, object]:
             "solver": partition.solver,
             **{k: partition.details[k] for k in sorted(partition.details)},
         },
-        "candidates": [candidate],
+        "candidates": [_candidate_row(c, decision.selected) for c in selection.candidates],
         "selection": {
-            "selected": 0,
-            "policy": "single candidate: queue analysis and comparison skipped",
-            "near_equivalence_margin": 0.021,
+            "selected": decision.selected,
+            "best": decision.best,
+            "ties": list(decision.ties),
+            "band_ns": None if decision.band_ns is None else [_ns(v) for v in decision.band_ns],
+            "rule": decision.rule,
+            "near_equivalence_margin": float(MARGIN),
         },
-        "eligibility": {"selection_eligible": True, "reasons": []},
-        "search_parents": [],
-        "recurrence_contributions": None,
-        "attempts": [{"candidate": 0, "result": "selected"}],
-        "backend_attempts": [],
-        "termination": TERMINATION,
+        "eligibility": {
+            "selection_eligible": chosen.cost is not None and chosen.cost.available,
+            "reasons": ["single candidate: no queue estimate needed"]
+            if chosen.cost is None
+            else list(chosen.cost.reasons),
+        },
+        "search_parents": [
+            {"candidate": c.index, "parent": c.parent, "round": c.round, "move": c.move}
+            for c in selection.candidates
+            if c.parent is not None
+        ],
+        "rounds": [
+            {"round": r, "beam": list(beam), "evaluated": list(found)}
+            for r, beam, found in selection.rounds
+        ],
+        "recurrence_contributions": recurrence_contributions(chosen),
+        "attempts": [
+            {
+                "round": a.round,
+                "parent": a.parent,
+                "move": a.move,
+                "stages": [list(s) for s in a.stages],
+                "outcome": a.outcome,
+                "candidate": a.candidate,
+            }
+            for a in selection.attempts
+        ],
+        "backend_attempts": {"attempts": [], "why": BACKEND_WHY},
+        "termination": selection.termination,
         "queue_budget": {
-            "queue_evaluations": QUEUE_EVALUATIONS,
-            "queue_evaluations_used": 0,
-            "constructive_packings": CONSTRUCTIVE_PACKINGS,
-            "constructive_packings_used": 1,
+            "queue_evaluations": queue_budget,
+            "queue_evaluations_used": queue_used,
+            "constructive_packings": packings_budget,
+            "constructive_packings_used": packings_used,
         },
-        "work": dict(work),
-        "phase_times_s": {k: round(v, 6) for k, v in phase_times_s.items()},
+        "work": dict(selection.work),
+        "phase_times_s": {k: round(v, 6) for k, v in selection.phase_times_s.items()},
     }

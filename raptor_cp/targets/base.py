@@ -284,6 +284,9 @@ class RealizedScheduleCost:
     """Events of the extracted graph (0 when none was built)."""
     recurrence: RecurrenceGuidance | None = None
     """The critical recurrence, when asked for and proved."""
+    wall_s: tuple[tuple[str, float], ...] = ()
+    """Measured seconds of each phase of the query (``extraction``, ``queue``,
+    ``recurrence``), in that order; the one field that differs between runs."""
 
     @classmethod
     def unavailable(cls, reason: str, support: str = UNKNOWN_SUPPORT) -> RealizedScheduleCost:

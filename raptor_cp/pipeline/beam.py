@@ -1,0 +1,460 @@
+"""Queue-aware pipeline selection: the seeds' bounded beam refinement (method ``beam``).
+
+scheduling.md, "Default throughput selection", steps 2-9, as
+`BeamPipelineSolver` runs them on a lowered graph:
+
+2. the initialized schedule (`raptor_cp.pipeline.initial.initial_pipeline`):
+   candidate 0, the search's first parent;
+3. each round, every parent of the beam streams its legal joint
+   partition/allocation moves (`raptor_cp.pipeline.neighbourhood`), each
+   changed block getting minimax budgets over its pooled cores and then the
+   pool's spare cores; the cheap proxy (`raptor_cp.pipeline.proxy`) ranks the
+   unvisited ones into a shortlist of at most ``2 C`` (``C`` = 32 queue
+   evaluations); ties prefer moves that change the parent's bottleneck stage:
+   the stage whose cores carry the most processor service or, once the parent's
+   critical recurrence is known, the most delay of its witness cycle;
+4. the shortlist is tried in rank order: constructive packing of the changed
+   stages (unchanged stages reuse theirs), physical placement, and placement
+   deduplication (two proposals placing every task and every core's stage
+   identically are one schedule); each try uses one of the 128 constructive
+   packings whether it succeeds or not;
+5. the first distinct placement is realized (`raptor_cp.pipeline.realize`) and
+   the target queried (`SchedulingTarget.estimate_realized_schedule_cost`,
+   with its critical recurrence as guidance) -- one of the 32 queue evaluations;
+6. unavailable timing, an unsupported static form or a queue run that does
+   not converge stops the search: `SelectionStoppedError` names the candidate
+   and the property, never silently dropping it;
+7. each parent gets one evaluation per round (the first round: two for the
+   single initial parent); all evaluated schedules stay available; the two
+   with the lowest estimate (the larger of the two tie orders; ties: stage /
+   budget vector, physical core order, evaluation index) form the next beam;
+   the search stops at the queue or packing budget, or when no parent has a
+   legal unvisited neighbour left;
+8. the 2.1 % near-equivalence rule (`raptor_cp.pipeline.selection`) picks the
+   result among the evaluated schedules;
+9. the selected candidate's plan is the schedule (it was placed once and is
+   not rebuilt).
+
+A single candidate -- one operation group, or no neighbour that packs into a
+distinct placement -- skips event extraction and queue comparison: the
+initialized schedule is selected with its analytic proxy. Candidates are
+queried only once a second distinct one exists, so a target without a queue
+model (generic cores) stops only when a comparison is actually needed.
+
+Bounds (scheduling.md, "Complexity and limits"): at most 32 queue evaluations
+and 128 constructive packings; ``O(G + S² log P)`` proposals per parent and
+round (`raptor_cp.pipeline.neighbourhood` bounds the splits), each scored from
+memoised curves after one batched pricing of the round's new ranges;
+placement deduplication by a digest of the physical placement, ``O(C (T + P))``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from raptor_cp.errors import NotFoundWithinBudgetError, RaptorError, ScheduleViolationError
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.heuristics.core_budgets import minimax_budgets
+from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
+from raptor_cp.pipeline.initial import InitialPipeline, add_spare_cores, initial_pipeline
+from raptor_cp.pipeline.neighbourhood import Proposal, neighbours
+from raptor_cp.pipeline.plan import PipelinePlan, assemble_pipeline
+from raptor_cp.pipeline.proxy import ProxyScore, RangeMemory, SelectionProxy
+from raptor_cp.pipeline.realize import realize_pipeline
+from raptor_cp.pipeline.selection import (
+    Attempt,
+    Candidate,
+    Decision,
+    PipelineSelection,
+    near_equivalence,
+)
+from raptor_cp.pipeline.stage_costs import StageCosts
+from raptor_cp.problems import PipelineProblem, PipelineSolution, Stage, Status
+from raptor_cp.targets.base import (
+    UNKNOWN_SUPPORT,
+    UNSUPPORTED,
+    RealizedScheduleCost,
+    SchedulingTarget,
+)
+
+QUEUE_EVALUATIONS = 32
+"""Complete queue costs the search may evaluate (seeds)."""
+CONSTRUCTIVE_PACKINGS = 128
+"""Constructive allocations and physical packings the search may attempt (seeds)."""
+BEAM_WIDTH = 2
+"""Schedules the beam retains (seeds)."""
+
+
+class SelectionStoppedError(RaptorError):
+    """A multi-candidate comparison cannot go on: a candidate lacks a required property.
+
+    ``candidate`` is its evaluation index, ``prop`` the missing property
+    (``timing``, ``static support`` or ``complete-state recurrence``).
+    """
+
+    def __init__(self, message: str, candidate: int, prop: str) -> None:
+        super().__init__(message)
+        self.candidate = candidate
+        self.prop = prop
+
+
+@dataclass(frozen=True)
+class BeamPipelineSolver:
+    """The queue-aware beam refinement as the default solver of `PipelineProblem`.
+
+    ``objective`` is the selected candidate's queue estimate (its analytic
+    proxy when a single candidate skipped the comparison); status FEASIBLE.
+    """
+
+    name: ClassVar[str] = "beam"
+
+    spare_units: int = SPARE_UNITS
+    queue_evaluations: int = QUEUE_EVALUATIONS
+    constructive_packings: int = CONSTRUCTIVE_PACKINGS
+
+    def solve(self, problem: PipelineProblem) -> PipelineSolution:
+        began = time.perf_counter()
+        initial = initial_pipeline(problem.graph, problem.target, problem.depth, self.spare_units)
+        search = _Search(problem, initial, self.queue_evaluations, self.constructive_packings)
+        selection = search.run(self.name)
+        chosen = selection.selected
+        objective = chosen.estimate_ns
+        return PipelineSolution(
+            chosen.plan,
+            selection=selection,
+            status=Status.FEASIBLE,
+            solver=self.name,
+            objective=chosen.plan.interval_ns if objective is None else objective,
+            wall_s=time.perf_counter() - began,
+        )
+
+
+def placement_digest(plan: PipelinePlan) -> str:
+    """A digest of the physical placement: every task's core and every core's stage."""
+    digest = hashlib.sha1(np.ascontiguousarray(plan.schedule.core, dtype=np.int64).tobytes())
+    digest.update(np.asarray(plan.schedule.stage or (), dtype=np.int64).tobytes())
+    return digest.hexdigest()
+
+
+def missing_property(cost: RealizedScheduleCost) -> str:
+    """The selection property an unavailable cost lacks."""
+    if cost.static_support == UNSUPPORTED:
+        return "static support"
+    if cost.static_support == UNKNOWN_SUPPORT:
+        return "timing (static support unknown)"
+    if cost.index_interval_ns is None or cost.reversed_interval_ns is None:
+        return "complete-state recurrence"
+    return "timing"
+
+
+@dataclass
+class _Budget:
+    queue_used: int = 0
+    packings_used: int = 0
+    times: dict[str, float] = field(
+        default_factory=lambda: {
+            "neighbourhood_scoring": 0.0,
+            "constructive_packing": 0.0,
+            "dependency_witness": 0.0,
+            "queue_execution": 0.0,
+        }
+    )
+
+
+class _Search:
+    """One run of the beam refinement (module docstring)."""
+
+    def __init__(
+        self, problem: PipelineProblem, initial: InitialPipeline, queue: int, packings: int
+    ) -> None:
+        self.graph: ComputeGraph = problem.graph
+        self.target: SchedulingTarget = problem.target
+        self.depth = problem.depth
+        self.initial = initial
+        self.costs: StageCosts = initial.costs
+        self.groups = self.costs.groups
+        self.queue_limit = queue
+        self.packing_limit = packings
+        memory = RangeMemory(self.graph, self.groups, self.target)
+        self.proxy = SelectionProxy(self.costs, memory)
+        work = np.add.reduceat(
+            self.graph.cost[self.groups.ordered_tasks], self.groups.offsets[:-1]
+        ).astype(np.int64)
+        self.work_prefix = np.concatenate([[0], np.cumsum(work)])
+        self.began = time.perf_counter() - initial.phase_times_s["initialization"]
+        self.budget = _Budget(packings_used=1)
+        self.candidates: list[Candidate] = []
+        self.attempts: list[Attempt] = []
+        self.rounds: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+        self.visited: set[tuple[tuple[int, int, int], ...]] = set()
+        self.placements: dict[str, int] = {}
+        self.packed: dict[tuple[int, int, int], tuple[tuple[int, ...], dict[str, object]]] = {}
+        for stage, core, evidence in zip(
+            initial.plan.stages, initial.assignments, initial.packing, strict=True
+        ):
+            self.packed[stage.first, stage.stop, stage.cores] = (core, evidence)
+
+    # -- allocation and scoring -------------------------------------------------
+
+    def allocate(self, ranges: Sequence[tuple[int, int]], pool: int) -> tuple[int, ...] | None:
+        """Minimax budgets of a changed block over ``pool`` cores, then its spare cores."""
+        budgets = minimax_budgets(ranges, pool, self.costs)
+        if budgets is None:
+            return None
+        stages = [Stage(a, b, k) for (a, b), k in zip(ranges, budgets, strict=True)]
+        work = [int(self.work_prefix[b] - self.work_prefix[a]) for a, b in ranges]
+        offsets = self.groups.offsets
+        tasks = [int(offsets[b] - offsets[a]) for a, b in ranges]
+        return tuple(s.cores for s in add_spare_cores(stages, pool, work, tasks))
+
+    def bottlenecks(self, parent: Candidate) -> set[int]:
+        """The parent's stages carrying the most processor service and recurrence delay."""
+        found: set[int] = set()
+        stage_of_core = parent.plan.schedule.stage or ()
+        cost = parent.cost
+        if cost is not None and cost.core_work_ns:
+            busiest = max(range(len(cost.core_work_ns)), key=lambda c: (cost.core_work_ns[c], -c))
+            found.add(stage_of_core[busiest])
+            if cost.recurrence is not None:
+                delay: dict[int, int] = {}
+                for core, ns in cost.recurrence.core_delay_ns.items():
+                    delay[stage_of_core[core]] = delay.get(stage_of_core[core], 0) + ns
+                found.add(max(sorted(delay), key=lambda s: delay[s]))
+        elif parent.proxy is not None:
+            costs = parent.proxy.stage_cost
+            found.add(max(range(len(costs)), key=lambda s: (costs[s], -s)))
+        found.discard(-1)
+        return found
+
+    def shortlist(self, parent: Candidate) -> list[tuple[Proposal, ProxyScore]]:
+        """The parent's unvisited legal proposals, best `2 C` by the proxy."""
+        began = time.perf_counter()
+        stages = parent.stages
+        self.costs.prefetch(self._new_ranges(stages))
+        bottleneck = self.bottlenecks(parent)
+        size = 2 * self.queue_limit
+        heap: list[tuple[_Inverted, int, Proposal, ProxyScore]] = []
+        seen: set[tuple[tuple[int, int, int], ...]] = set()
+        for n, proposal in enumerate(
+            neighbours(stages, self.depth, self.allocate, self.work_prefix)
+        ):
+            if proposal.canonical in self.visited or proposal.canonical in seen:
+                continue
+            seen.add(proposal.canonical)
+            score = self.proxy.score(proposal.stages)
+            if score is None:
+                continue
+            touches = bool(bottleneck.intersection(proposal.changed))
+            key = score.key(touches, proposal.stages)
+            entry = (_Inverted(key), -n, proposal, score)
+            if len(heap) < size:
+                heapq.heappush(heap, entry)
+            elif key < heap[0][0].key:  # type: ignore[operator]
+                heapq.heapreplace(heap, entry)
+        ranked = sorted(heap, key=lambda e: (e[0].key, -e[1]))
+        self.budget.times["neighbourhood_scoring"] += time.perf_counter() - began
+        return [(proposal, score) for _, _, proposal, score in ranked]
+
+    def _new_ranges(self, stages: Sequence[Stage]) -> list[tuple[int, int]]:
+        """Every range a move of ``stages`` can create, for one batched pricing."""
+        found: list[tuple[int, int]] = []
+        for i in range(len(stages)):
+            for j in range(i, len(stages)):
+                found.append((stages[i].first, stages[j].stop))
+        for i in range(len(stages) - 1):
+            left, right = stages[i], stages[i + 1]
+            step = 1
+            while step < right.stop - left.first:
+                for cut in (left.stop - step, left.stop + step):
+                    if left.first < cut < right.stop:
+                        found.extend([(left.first, cut), (cut, right.stop)])
+                step *= 2
+        if len(stages) < self.depth:
+            from raptor_cp.pipeline.neighbourhood import split_positions
+
+            for stage in stages:
+                for cut in split_positions(stage.first, stage.stop, self.work_prefix):
+                    found.extend([(stage.first, cut), (cut, stage.stop)])
+        return found
+
+    # -- building and evaluating -------------------------------------------------
+
+    def build(self, stages: Sequence[Stage]) -> tuple[PipelinePlan, tuple[dict[str, object], ...]]:
+        """Constructive packing of every stage (memoised per stage) and physical placement."""
+        began = time.perf_counter()
+        try:
+            assignments, evidence = [], []
+            for stage in stages:
+                key = (stage.first, stage.stop, stage.cores)
+                if key not in self.packed:
+                    self.packed[key] = self.costs.assignment(stage.first, stage.stop, stage.cores)
+                core, details = self.packed[key]
+                assignments.append(core)
+                evidence.append(details)
+            plan = assemble_pipeline(self.graph, self.target, self.groups, stages, assignments)
+        finally:
+            self.budget.times["constructive_packing"] += time.perf_counter() - began
+        return plan, tuple(evidence)
+
+    def evaluate(self, candidate: Candidate) -> Candidate:
+        """Query the target for ``candidate``'s realized schedule; stop if it cannot answer."""
+        plan = candidate.plan
+        programs = realize_pipeline(
+            self.graph, plan.schedule, plan.task_stage(self.graph.num_tasks)
+        ).cores
+        name = f"{self.graph.name} candidate {candidate.index}"
+        cost = self.target.estimate_realized_schedule_cost(programs, name, recurrence=True)
+        self.budget.queue_used += 1
+        wall = dict(cost.wall_s)
+        self.budget.times["queue_execution"] += wall.get("extraction", 0.0) + wall.get("queue", 0.0)
+        self.budget.times["dependency_witness"] += wall.get("recurrence", 0.0)
+        if not cost.available:
+            prop = missing_property(cost)
+            stages = [[s.first, s.stop, s.cores] for s in candidate.stages]
+            raise SelectionStoppedError(
+                f"pipeline selection stopped: candidate {candidate.index} (stages {stages}) "
+                f"lacks {prop}: {'; '.join(cost.reasons)}",
+                candidate.index,
+                prop,
+            )
+        return Candidate(
+            candidate.index, candidate.stages, candidate.parent, candidate.move,
+            candidate.round, candidate.proxy, candidate.plan, candidate.packing, cost,
+        )  # fmt: skip
+
+    def _replace(self, candidate: Candidate) -> None:
+        self.candidates[candidate.index] = candidate
+
+    def _ensure_cost(self, index: int) -> None:
+        if self.candidates[index].cost is None:
+            self._replace(self.evaluate(self.candidates[index]))
+
+    # -- the search ---------------------------------------------------------------
+
+    def run(self, solver: str) -> PipelineSelection:
+        initial = self.initial
+        stages = initial.plan.stages
+        self.visited.add(tuple((s.first, s.stop, s.cores) for s in stages))
+        root = Candidate(
+            0, stages, None, "initial partition", 0, self.proxy.score(stages), initial.plan,
+            initial.packing, None,
+        )  # fmt: skip
+        self.candidates.append(root)
+        self.placements[placement_digest(initial.plan)] = 0
+        beam = [0]
+        termination = "single candidate: one operation group"
+        round_number = 0
+        if self.groups.count > 1:
+            termination = ""
+        while not termination:
+            round_number += 1
+            quota = BEAM_WIDTH if len(beam) == 1 else 1
+            evaluated: list[int] = []
+            for parent in beam:
+                for _ in range(quota):
+                    if self._budget_spent():
+                        break
+                    found = self._advance(parent, round_number)
+                    if found is None:
+                        break
+                    evaluated.append(found)
+            self.rounds.append((round_number, tuple(beam), tuple(evaluated)))
+            if self.budget.queue_used >= self.queue_limit:
+                termination = f"queue evaluation budget ({self.queue_limit}) spent"
+            elif self.budget.packings_used >= self.packing_limit:
+                termination = f"constructive packing budget ({self.packing_limit}) spent"
+            elif not evaluated:
+                termination = "the beam's legal unvisited neighbourhood is exhausted"
+            else:
+                compared = [c for c in self.candidates if c.cost is not None]
+                beam = [c.index for c in sorted(compared, key=lambda c: c.rank())[:BEAM_WIDTH]]
+        compared = [c for c in self.candidates if c.cost is not None]
+        if len(compared) < 2:
+            if termination.startswith("the beam's"):
+                termination = "single candidate: no neighbour packs into a distinct placement"
+            decision = Decision(0, None, (), None, "single candidate: queue comparison skipped")
+        else:
+            decision = near_equivalence(compared, initial=0)
+        times = dict(initial.phase_times_s)
+        times.update(self.budget.times)
+        times["total"] = time.perf_counter() - self.began
+        work = dict(initial.work)
+        work.update(
+            {
+                "rounds": len(self.rounds),
+                "attempts": len(self.attempts),
+                "stage_costs_priced": self.costs.stats.priced,
+                "pricing_batches": self.costs.stats.batches,
+            }
+        )
+        return PipelineSelection(
+            solver=solver,
+            initial=initial,
+            candidates=tuple(self.candidates),
+            decision=decision,
+            attempts=tuple(self.attempts),
+            rounds=tuple(self.rounds),
+            termination=termination,
+            queue_evaluations=(self.budget.queue_used, self.queue_limit),
+            constructive_packings=(self.budget.packings_used, self.packing_limit),
+            phase_times_s=times,
+            work=work,
+        )
+
+    def _budget_spent(self) -> bool:
+        return (
+            self.budget.queue_used >= self.queue_limit
+            or self.budget.packings_used >= self.packing_limit
+        )
+
+    def _advance(self, parent_index: int, round_number: int) -> int | None:
+        """Build and evaluate the parent's best admissible neighbour; None when there is none."""
+        parent = self.candidates[parent_index]
+        for proposal, score in self.shortlist(parent):
+            if self._budget_spent():
+                return None
+            self.visited.add(proposal.canonical)
+            self.budget.packings_used += 1
+            attempt = (round_number, parent_index, proposal.move, proposal.canonical)
+            try:
+                plan, packing = self.build(proposal.stages)
+            except (NotFoundWithinBudgetError, ScheduleViolationError) as error:
+                self.attempts.append(Attempt(*attempt, f"packing failed: {error}"))
+                continue
+            digest = placement_digest(plan)
+            if digest in self.placements:
+                same = self.placements[digest]
+                self.attempts.append(Attempt(*attempt, f"duplicate placement of candidate {same}"))
+                continue
+            index = len(self.candidates)
+            self.placements[digest] = index
+            candidate = Candidate(
+                index, proposal.stages, parent_index, proposal.move, round_number, score, plan,
+                packing, None,
+            )  # fmt: skip
+            self.candidates.append(candidate)
+            self._ensure_cost(0)
+            if self._budget_spent():
+                self.attempts.append(Attempt(*attempt, "not evaluated: queue budget spent", index))
+                return None
+            self._replace(self.evaluate(candidate))
+            self.attempts.append(Attempt(*attempt, "evaluated", index))
+            return index
+        return None
+
+
+@dataclass(frozen=True)
+class _Inverted:
+    """A key ordered backwards, so that ``heapq`` keeps the worst entry on top."""
+
+    key: tuple[object, ...]
+
+    def __lt__(self, other: _Inverted) -> bool:
+        return other.key < self.key  # type: ignore[operator]

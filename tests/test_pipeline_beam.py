@@ -1,0 +1,193 @@
+"""The queue-aware beam refinement: rounds, budgets, stopping, the 2.1 % rule, diagnostics."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from raptor_cp.cli import main
+from raptor_cp.flows import compile_pipeline, prepare
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.pipeline.beam import BeamPipelineSolver, SelectionStoppedError
+from raptor_cp.pipeline.selection import Candidate, PipelineSelection, near_equivalence
+from raptor_cp.problems import PipelineProblem, Stage, check
+from raptor_cp.solvers import DEFAULT_METHOD, solve
+from raptor_cp.targets.base import AVAILABLE, SUPPORTED, RealizedScheduleCost
+from raptor_cp.targets.generic import GenericTarget
+
+LENET = Path(__file__).parent / "data" / "models" / "lenet5.onnx"
+
+
+def _cost(ns: int) -> RealizedScheduleCost:
+    return RealizedScheduleCost(AVAILABLE, (), SUPPORTED, float(ns), float(ns), (1,), 0, (5, 5), 1)
+
+
+def _candidate(index: int, ns: int) -> Candidate:
+    plan = cast(Any, SimpleNamespace(schedule=SimpleNamespace(stage=(0,))))
+    stages = (Stage(0, 1, index + 1),)
+    return Candidate(index, stages, None, "", 0, None, plan, (), _cost(ns))
+
+
+def test_a_close_alternative_keeps_the_initialized_schedule() -> None:
+    # 1000 is within [980/1.021, 980/0.979]: not separated from the initial.
+    decision = near_equivalence([_candidate(0, 1000), _candidate(1, 980)])
+    assert (decision.selected, decision.best, decision.ties) == (0, 1, (1, 0))
+    assert decision.band_ns == (Fraction(980_000, 1021), Fraction(1_000_000, 979))
+    assert decision.rule.startswith("candidate 1 does not separate")
+
+
+def test_a_separated_best_candidate_is_selected() -> None:
+    # Ties of 970: 990 <= 970 / 0.979 (990.8); the band reaches 990 / 0.979 = 1011.2.
+    decision = near_equivalence([_candidate(0, 1012), _candidate(1, 970), _candidate(2, 990)])
+    assert (decision.selected, decision.best, decision.ties) == (1, 1, (1, 2))
+    kept = near_equivalence([_candidate(0, 1011), _candidate(1, 970), _candidate(2, 990)])
+    assert kept.selected == 0
+    assert decision.rule.startswith("candidate 1 separates")
+
+
+def test_equal_estimates_break_by_the_stage_budget_vector() -> None:
+    decision = near_equivalence([_candidate(2, 900), _candidate(0, 1000), _candidate(1, 900)])
+    assert decision.best == 1  # (900, budgets (2,)) before (900, budgets (3,))
+
+
+@pytest.fixture(scope="module")
+def lenet_beam() -> tuple[PipelineProblem, PipelineSelection]:
+    prepared = prepare(LENET, "arch-a")
+    problem = PipelineProblem(prepared.graph, prepared.target, 4)
+    solution = solve(problem)
+    check(problem, solution)
+    assert solution.selection is not None
+    return problem, solution.selection
+
+
+def test_beam_is_the_default_pipeline_method() -> None:
+    assert DEFAULT_METHOD[PipelineProblem] == "beam"
+
+
+def test_rounds_respect_the_beam_and_the_budgets(lenet_beam: tuple) -> None:
+    _, selection = lenet_beam
+    used, budget = selection.queue_evaluations
+    assert (budget, selection.constructive_packings[1]) == (32, 128)
+    evaluated = [c for c in selection.candidates if c.cost is not None]
+    assert used == len(evaluated) <= 32
+    assert selection.constructive_packings[0] <= 128
+    first_round, *later = selection.rounds
+    assert first_round[1] == (0,) and len(first_round[2]) <= 2
+    seen = {0, *first_round[2]}
+    for _round, beam, found in later:
+        assert len(beam) == 2 and len(found) <= 2
+        assert set(beam) <= seen
+        seen.update(found)
+    # Every evaluated candidate came from a parent of its round's beam.
+    beams = {r: beam for r, beam, _ in selection.rounds}
+    for candidate in selection.candidates[1:]:
+        assert candidate.parent in beams[candidate.round]
+    # Physical placements are distinct.
+    digests = {
+        tuple(c.plan.schedule.core.tolist()) + tuple(c.plan.schedule.stage) for c in evaluated
+    }
+    assert len(digests) == len(evaluated)
+
+
+def test_the_selection_is_the_initial_or_the_best_candidate(lenet_beam: tuple) -> None:
+    _, selection = lenet_beam
+    decision = selection.decision
+    best = min((c for c in selection.candidates if c.cost is not None), key=lambda c: c.rank())
+    assert decision.best == best.index
+    assert decision.selected in (0, best.index)
+    assert selection.selected.estimate_ns is not None
+
+
+def test_the_search_is_deterministic(lenet_beam: tuple) -> None:
+    problem, selection = lenet_beam
+    again = solve(problem).selection
+    assert again is not None
+    assert [c.canonical for c in again.candidates] == [c.canonical for c in selection.candidates]
+    assert [c.estimate_ns for c in again.candidates] == [
+        c.estimate_ns for c in selection.candidates
+    ]
+    assert again.decision == selection.decision
+
+
+def test_the_queue_budget_stops_the_search(lenet_beam: tuple) -> None:
+    problem, _ = lenet_beam
+    selection = BeamPipelineSolver(queue_evaluations=3).solve(problem).selection
+    assert selection is not None
+    assert selection.queue_evaluations == (3, 3)
+    assert selection.termination == "queue evaluation budget (3) spent"
+
+
+def _chain(n: int) -> ComputeGraph:
+    return ComputeGraph(
+        names=tuple(f"t{i}" for i in range(n)),
+        cost=np.full(n, 50, dtype=np.int64),
+        edge_src=np.arange(n - 1),
+        edge_dst=np.arange(1, n),
+        edge_bytes=np.full(n - 1, 16, dtype=np.int64),
+        name="chain",
+    )
+
+
+def test_a_target_without_a_queue_model_stops_a_comparison() -> None:
+    problem = PipelineProblem(_chain(6), GenericTarget(4), 2)
+    with pytest.raises(
+        SelectionStoppedError,
+        match=r"^pipeline selection stopped: candidate 0 \(stages \[\[0, 3, 2\], \[3, 6, 2\]\]\) "
+        r"lacks timing \(static support unknown\): chain candidate 0: target generic:4 has no "
+        r"step timing",
+    ):
+        solve(problem)
+
+
+def test_one_operation_group_skips_the_queue_comparison() -> None:
+    problem = PipelineProblem(_chain(1), GenericTarget(4), 2)
+    solution = solve(problem)
+    assert solution.selection is not None
+    assert solution.selection.termination == "single candidate: one operation group"
+    assert solution.selection.queue_evaluations[0] == 0
+    assert solution.objective == solution.plan.interval_ns  # type: ignore[union-attr]
+
+
+def test_periodic_diagnostics_agree_with_the_selection_queue_estimate() -> None:
+    result = compile_pipeline(prepare(LENET, "arch-a"), 2, periodic=True)
+    assert result.periodic is not None and result.solution.selection is not None
+    cost = result.solution.selection.selected.cost
+    assert cost is not None
+    queue = result.periodic["queue"]
+    assert (queue["interval_ns"], queue["alternative_tie_interval_ns"]) == (
+        cost.index_interval_ns,
+        cost.reversed_interval_ns,
+    )
+    assert result.periodic["pipeline"]["selection_queue"]["estimate_ns"] == result.interval_ns
+
+
+def test_the_initial_method_compiles_on_a_generic_target(tmp_path: Path) -> None:
+    model = tmp_path / "chain.json"
+    graph = {
+        "format": "raptor-graph",
+        "version": 1,
+        "name": "chain",
+        "tasks": [{"name": f"t{i}", "cost": 50} for i in range(6)],
+        "edges": [{"src": f"t{i}", "dst": f"t{i + 1}", "bytes": 16} for i in range(5)],
+    }
+    model.write_text(json.dumps(graph))
+    args = ["compile", str(model), "--target", "generic:4", "--pipeline", "2", "--json"]
+    failed = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "a")])
+    assert failed.exit_code == 2
+    assert failed.stderr.splitlines()[-1].startswith("error: pipeline selection stopped")
+    done = CliRunner().invoke(
+        main, [*args, "--pipeline-method", "initial", "--out", str(tmp_path / "b")]
+    )
+    assert done.exit_code == 0, done.output
+    summary = json.loads(done.stdout)
+    assert (summary["interval_source"], summary["selection"]["solver"]) == (
+        "analytic proxy",
+        "initial",
+    )
