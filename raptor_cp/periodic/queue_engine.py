@@ -225,7 +225,10 @@ class _Simulation:
         start, order = events.in_edge_index
         start, order = start.tolist(), order.tolist()
         self.into = [order[start[x] : start[x + 1]] for x in range(n)]
-        self.out = [g.out_edges(x).tolist() for x in range(n)]
+        out_order = np.argsort(g.u, kind="stable")
+        out_start = np.searchsorted(g.u[out_order], np.arange(n + 1)).tolist()
+        out_order = out_order.tolist()
+        self.out = [out_order[out_start[x] : out_start[x + 1]] for x in range(n)]
         self.core = g.core.tolist()
         self.resource = events.resource.tolist()
         self.service = events.service.tolist()
@@ -258,7 +261,11 @@ class _Simulation:
         avoids Python call overhead (it is the hot path of pipeline selection).
         """
         heap, tie, tokens = self.heap, self.tie, self.tokens
-        into, out, d, w, v = self.into, self.out, self.d, self.w, self.v
+        d, w, v = self.d, self.w, self.v
+        # Per event: its out-edges as (edge, target, delay, distance), its in-edges as
+        # (edge, distance).
+        outs = [[(e, v[e], w[e], d[e]) for e in edges] for edges in self.out]
+        ins = [[(e, d[e]) for e in edges] for edges in self.into]
         resource, service, release, released_by = (
             self.resource, self.service, self.release, self.released_by,
         )  # fmt: skip
@@ -268,35 +275,25 @@ class _Simulation:
         done, end, ends = self.done, self.end, self.ends
         push, pop = heapq.heappush, heapq.heappop
         no_resource = NO_RESOURCE
-
-        def schedule(x: int, now: int) -> None:
-            k = gen[x]
-            ready = now
-            for e in into[x]:
-                if k >= d[e]:
-                    token = tokens[e].pop(0)
-                    if token > ready:
-                        ready = token
-            busy[x] = True
-            arrival[x] = -1
-            push(heap, (ready, tie[x], x))
-
-        def start(x: int, r: int, now: int) -> None:
-            holder[r] = x
-            wait = now - arrival[x]
-            waits[gen[x]][core[x]] += wait
-            if r == memory and wait > self.max_request_wait:
-                self.max_request_wait = wait
-            push(heap, (now + service[x], tie[x], x))
+        max_wait = 0
 
         for x in range(n):
             if missing[x] == 0:
-                schedule(x, 0)
+                ready = 0
+                for e, de in ins[x]:
+                    if de <= 0:
+                        token = tokens[e].pop(0)
+                        if token > ready:
+                            ready = token
+                busy[x] = True
+                arrival[x] = -1
+                push(heap, (ready, tie[x], x))
         processed = 0
         budget = self.budget
         window = 2 * WINDOW
         while heap:
             if processed >= budget:
+                self.max_request_wait = max_wait
                 reason = (
                     f"processed-event bound {budget} = {EVENT_BUDGET_FACTOR}(V+E) reached "
                     f"after {len(ends)} generation(s) without convergence"
@@ -306,32 +303,47 @@ class _Simulation:
             processed += 1
             r = resource[x]
             if r != no_resource and arrival[x] < 0:
+                # Arrival at the resource's FIFO; start at once when it is free.
                 arrival[x] = now
                 if holder[r] < 0:
-                    start(x, r, now)
+                    holder[r] = x
+                    push(heap, (now + service[x], tie[x], x))
                 else:
                     fifo[r].append(x)
                 continue
-            # x completes generation k.
+            # x completes generation k: free what it holds, hand out its tokens.
             k = gen[x]
-            if r != no_resource and release[x] == x:
-                holder[r] = -1
-                if fifo[r]:
-                    start(fifo[r].pop(0), r, now)
+            freed = r if r != no_resource and release[x] == x else -1
             held = released_by[x]
-            if held >= 0:
-                rr = resource[held]
+            for rr in (freed, resource[held]) if held >= 0 else (freed,):
+                if rr < 0:
+                    continue
                 holder[rr] = -1
-                if fifo[rr]:
-                    start(fifo[rr].pop(0), rr, now)
-            for e in out[x]:
-                y = v[e]
+                queue_r = fifo[rr]
+                if queue_r:
+                    y = queue_r.pop(0)
+                    holder[rr] = y
+                    wait = now - arrival[y]
+                    waits[gen[y]][core[y]] += wait
+                    if rr == memory and wait > max_wait:
+                        max_wait = wait
+                    push(heap, (now + service[y], tie[y], y))
+            for e, y, we, de in outs[x]:
                 queue = tokens[e]
-                queue.append(now + w[e])
-                if len(queue) == 1 and not busy[y] and d[e] <= gen[y] < max_generations:
+                queue.append(now + we)
+                if len(queue) == 1 and not busy[y] and de <= gen[y] < max_generations:
                     missing[y] -= 1
                     if missing[y] == 0:
-                        schedule(y, now)
+                        ky = gen[y]
+                        ready = now
+                        for e2, d2 in ins[y]:
+                            if ky >= d2:
+                                token = tokens[e2].pop(0)
+                                if token > ready:
+                                    ready = token
+                        busy[y] = True
+                        arrival[y] = -1
+                        push(heap, (ready, tie[y], y))
             busy[x] = False
             gen[x] = k + 1
             done[k] += 1
@@ -344,18 +356,28 @@ class _Simulation:
                     early = ends[j - WINDOW] - ends[j - window]
                     late = ends[j] - ends[j - WINDOW]
                     if 100 * abs(late - early) <= CONVERGENCE_PERCENT * max(early, late):
+                        self.max_request_wait = max_wait
                         return self._converged(order, j, processed)
             if k + 1 >= max_generations:
                 if self.capped < 0:
                     self.capped = x
                 continue
             count = 0
-            for e in into[x]:
-                if k + 1 >= d[e] and not tokens[e]:
+            for e, de in ins[x]:
+                if k + 1 >= de and not tokens[e]:
                     count += 1
             missing[x] = count
             if count == 0:
-                schedule(x, now)
+                ready = now
+                for e, de in ins[x]:
+                    if k + 1 >= de:
+                        token = tokens[e].pop(0)
+                        if token > ready:
+                            ready = token
+                busy[x] = True
+                arrival[x] = -1
+                push(heap, (ready, tie[x], x))
+        self.max_request_wait = max_wait
         return self._unavailable(order, self._stall_reason(), processed)
 
     def _converged(self, order: str, k: int, processed: int) -> QueueRun:
