@@ -7,8 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.heuristics.range_packing import UNAVAILABLE
+from raptor_cp.pipeline.groups import pipeline_groups
 from raptor_cp.pipeline.initial import add_spare_cores, initial_pipeline
 from raptor_cp.pipeline.plan import IntervalEstimate
+from raptor_cp.pipeline.stage_costs import StageCosts
 from raptor_cp.problems import Stage
 from raptor_cp.problems.pipeline import PipelineProblem, check_pipeline_schedule
 from raptor_cp.reports.pipeline_selection import task_stage_runs
@@ -82,3 +85,26 @@ def test_reuse_first_packing_rescues_what_order_cannot_fit() -> None:
     assert cores[0] == cores[2] != cores[1] == cores[3]
     problem = PipelineProblem(graph, _Slots(2), 4)
     check_pipeline_schedule(problem, result.plan.groups, result.plan.schedule)
+
+
+def test_allocation_curves_use_reuse_first_where_order_cannot_hold_the_weights() -> None:
+    graph = ComputeGraph(
+        names=("a0", "b0", "a1", "b1"),
+        cost=np.array([4, 4, 4, 4], dtype=np.int64),
+        edge_src=np.array([0, 1, 2], dtype=np.int64),
+        edge_dst=np.array([1, 2, 3], dtype=np.int64),
+        edge_bytes=np.array([1, 1, 1], dtype=np.int64),
+        task_weights=((0,), (1,), (0,), (1,)),
+        weight_size=np.array([3, 3], dtype=np.int64),
+        name="alternating",
+    )
+    costs = StageCosts(graph, _Slots(4), pipeline_groups(graph))
+    assert [costs(0, 4, k) for k in (1, 2, 3, 4)][:3] == [None, None, None]
+    bound, (_core, evidence) = costs.reuse_first(0, 4)  # type: ignore[misc]
+    assert (bound, evidence["packer"]) == (2, "reuse-first")
+    demand = max(int(evidence["demand_ns"]), costs.span(0, 4))  # type: ignore[call-overload]
+    # On three cores order cannot hold the stage: reuse-first fills the curve from 2 cores.
+    assert costs.curve(0, 4, 3).tolist() == [UNAVAILABLE, demand, demand]
+    assert [costs.allocation_cost(0, 4, k) for k in (1, 2, 3)] == [None, demand, demand]
+    # On four cores order holds it: the curve stays ordered-only.
+    assert costs.curve(0, 4, 4).tolist()[:3] == [UNAVAILABLE] * 3

@@ -5,9 +5,11 @@ cheap proxy ranks the neighborhood before physical packing and queue
 analysis. It uses ordered-packing curves, dependency spans and aggregate
 shared-memory demand." For a proposed partition with core budgets:
 
-* each stage's cost is the initialization's stage cost at its budget,
-  ``max(ordered-packing cost, dependency span)`` (`StageCosts`), None when
-  order cannot hold the stage's weights on that many cores;
+* each stage's cost is its allocation cost at its budget,
+  ``max(packing cost, dependency span)`` (`StageCosts.allocation_cost`: the
+  ordered-packing cost, or the reuse-first packing's demand when order
+  cannot hold the stage's weights on that many cores), None when neither
+  packs it;
 * the memory demand is the memory controller's serialized service of the
   cross-stage traffic (`RangeMemory`): the requests of
   `raptor_cp.pipeline.boundary.boundary_demand` (one store per publication
@@ -137,7 +139,7 @@ class SelectionProxy:
         costs = []
         memory = 0
         for stage in stages:
-            cost = self.costs(stage.first, stage.stop, stage.cores)
+            cost = self.costs.allocation_cost(stage.first, stage.stop, stage.cores)
             if cost is None:
                 return None
             costs.append(cost)

@@ -42,7 +42,11 @@ partition DP's grid budgets); any other query prices its range's whole curve
 `assignment` returns the constructive ordered runs of a chosen stage, or, when
 order alone cannot hold its weights on its cores, the reuse-first stage
 packer's (`raptor_cp.heuristics.stage_packing.pack_stage`) assignment on the
-stage's exact `PackingProblem`.
+stage's exact `PackingProblem`. The allocation curves (`curve`, what minimax
+budgets read) use that reuse-first packing too when order cannot hold a
+stage even on all the cores its block has (seeds: the allocator "uses
+reuse-first resident-weight packing when order alone cannot realize a
+capacity bound").
 """
 
 from __future__ import annotations
@@ -117,6 +121,9 @@ class StageCosts:
         self._costs: dict[tuple[int, int, int], int | None] = {}
         self._curves: set[tuple[int, int]] = set()
         """Ranges whose whole curve ``1..P`` is priced."""
+        self._reuse: dict[
+            tuple[int, int], tuple[int, tuple[tuple[int, ...], dict[str, object]]] | None
+        ] = {}
 
     def _price(self, firsts: np.ndarray, stops: np.ndarray, cores: np.ndarray) -> None:
         """Price a batch of ``(first, stop, cores)`` queries into the memo."""
@@ -206,17 +213,85 @@ class StageCosts:
         self._curves.update(todo)
 
     def curve(self, first: int, stop: int, max_cores: int) -> np.ndarray:
-        """``self(first, stop, k)`` for ``k = 1..max_cores``, `UNAVAILABLE` for None
-        (`raptor_cp.heuristics.core_budgets.CostCurves`)."""
+        """The stage's allocation curve for ``k = 1..max_cores``, `UNAVAILABLE` where no
+        constructive packing is known (`raptor_cp.heuristics.core_budgets.CostCurves`).
+
+        The ordered-packing costs (``self(first, stop, k)``); where order alone
+        cannot hold the weights even on ``max_cores`` cores, the reuse-first
+        packing at the capacity bound (`reuse_first`) fills every ``k`` from that
+        bound on -- a feasible packing stays feasible with idle extra cores.
+        """
         if max_cores > self.cores:
             self.packing_cost(first, stop, max_cores)
         else:
             self.prefetch([(first, stop)])
         span = self.span(first, stop)
         values = [self._costs[first, stop, k] for k in range(1, max_cores + 1)]
+        if values[-1] is None:
+            found = self.reuse_first(first, stop)
+            if found is not None and found[0] <= max_cores:
+                bound, assignment = found
+                demand = int(assignment[1]["demand_ns"])  # type: ignore[call-overload]
+                values = [
+                    v if v is not None or k < bound else demand
+                    for k, v in enumerate(values, start=1)
+                ]
         return np.array(
             [UNAVAILABLE if v is None else max(v, span) for v in values], dtype=np.int64
         )
+
+    def allocation_cost(self, first: int, stop: int, cores: int) -> int | None:
+        """The stage's allocation cost on ``cores`` cores: ``curve(first, stop, cores)``'s
+        last entry (ordered packing, or reuse-first when order cannot hold the stage on
+        ``cores`` cores), None when unavailable."""
+        value = self(first, stop, cores)
+        if value is not None:
+            return value
+        found = self.reuse_first(first, stop)
+        if found is None or found[0] > cores:
+            return None
+        return max(int(found[1][1]["demand_ns"]), self.span(first, stop))  # type: ignore[call-overload]
+
+    def reuse_first(
+        self, first: int, stop: int
+    ) -> tuple[int, tuple[tuple[int, ...], dict[str, object]]] | None:
+        """The reuse-first stage packing at the capacity bound, memoised per range.
+
+        ``(bound, (cores, evidence))``: ``bound`` is the cores the stage's weights
+        need at least (`raptor_cp.heuristics.stage_packing.cores_needed`), the
+        packing is `pack_stage` on that many cores (cores in
+        ``groups.range_tasks`` order, evidence as `assignment`'s); None when
+        the bound exceeds the chip or the packer finds nothing (bounded search).
+        """
+        key = (first, stop)
+        if key not in self._reuse:
+            from raptor_cp.heuristics.stage_packing import cores_needed
+
+            bound = cores_needed(self.packing_problem(first, stop, self.cores))
+            packed = self._reuse_packing(first, stop, bound) if bound <= self.cores else None
+            self._reuse[key] = None if packed is None else (bound, packed)
+        return self._reuse[key]
+
+    def _reuse_packing(
+        self, first: int, stop: int, cores: int
+    ) -> tuple[tuple[int, ...], dict[str, object]] | None:
+        """`pack_stage` of the stage on ``cores`` cores (None when it finds nothing)."""
+        from raptor_cp.heuristics.stage_packing import pack_stage
+
+        problem = self.packing_problem(first, stop, cores)
+        solution = pack_stage(problem)
+        if solution.core is None:
+            return None
+        by_task = np.empty(self.graph.num_tasks, dtype=np.int64)
+        by_task[self.stage_tasks(first, stop)] = solution.core
+        evidence: dict[str, object] = {
+            "packer": "reuse-first",
+            "packing_cost_ns": None,
+            "reason": f"order alone cannot hold the stage's weights on {cores} cores",
+            "demand_ns": solution.objective,
+            "status": solution.status.value,
+        }
+        return tuple(by_task[self.groups.range_tasks(first, stop)].tolist()), evidence
 
     def span(self, first: int, stop: int) -> int:
         """Dependency span of groups ``[first, stop)``."""
@@ -284,35 +359,28 @@ class StageCosts:
         result, not a proof).
         """
         cost = self.packing_cost(first, stop, cores)
+        if cost is None:
+            packed = self._reuse_packing(first, stop, cores)
+            if packed is None:
+                fallback = self.reuse_first(first, stop)
+                if fallback is None or fallback[0] > cores:
+                    raise NotFoundWithinBudgetError(
+                        f"{self.graph.name}: stage of groups [{first}, {stop}): no packing on "
+                        f"{cores} cores fits capacity {self.capacity}"
+                    )
+                packed = fallback[1]
+            return packed
+        base, end = int(self.offsets[first]), int(self.offsets[stop])
+        starts = self.packer.runs(base, end, cost)
+        bounds = [*starts, end]
+        runs = [r for r in range(len(starts)) for _ in range(bounds[r], bounds[r + 1])]
         by_task = np.empty(self.graph.num_tasks, dtype=np.int64)
-        if cost is not None:
-            base, end = int(self.offsets[first]), int(self.offsets[stop])
-            starts = self.packer.runs(base, end, cost)
-            bounds = [*starts, end]
-            runs = [r for r in range(len(starts)) for _ in range(bounds[r], bounds[r + 1])]
-            by_task[self.stage_tasks(first, stop)] = runs
-            evidence: dict[str, object] = {
-                "packer": "ordered",
-                "packing_cost_ns": cost,
-                "runs": len(starts),
-            }
-        else:
-            from raptor_cp.heuristics.stage_packing import pack_stage
-
-            problem = self.packing_problem(first, stop, cores)
-            solution = pack_stage(problem)
-            if solution.core is None:
-                raise NotFoundWithinBudgetError(
-                    f"{problem.name}: no packing on {cores} cores fits capacity {self.capacity}"
-                )
-            by_task[self.stage_tasks(first, stop)] = solution.core
-            evidence = {
-                "packer": "reuse-first",
-                "packing_cost_ns": None,
-                "reason": f"order alone cannot hold the stage's weights on {cores} cores",
-                "demand_ns": solution.objective,
-                "status": solution.status.value,
-            }
+        by_task[self.stage_tasks(first, stop)] = runs
+        evidence: dict[str, object] = {
+            "packer": "ordered",
+            "packing_cost_ns": cost,
+            "runs": len(starts),
+        }
         return tuple(by_task[self.groups.range_tasks(first, stop)].tolist()), evidence
 
 
