@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
+import numpy as np
 import pytest
 from test_prefix_dp import brute_force_optimum, random_problem
 
@@ -224,3 +226,22 @@ def test_too_large_joint_model_is_refused() -> None:
         r"instance$",
     ):
         CpSatJointModel(**FAST, max_size=10).build(problem)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cpsat_with_a_memory_term_matches_brute_force(seed: int) -> None:
+    base = random_problem(seed, max_cores=5)
+    rng = np.random.default_rng(100 + seed)
+    memory = {
+        (f, t): int(rng.integers(0, 40))
+        for f in range(base.num_groups)
+        for t in range(f + 1, base.num_groups + 1)
+    }
+    problem = dataclasses.replace(base, stage_memory=lambda f, t: memory[f, t])
+    expected = brute_force_optimum(problem)
+    solution = CpSatPartitionModel(SolveSettings(10.0, 1)).solve(problem)
+    if expected is None:
+        assert solution.stages is None
+        return
+    check_partition(problem, solution)
+    assert (solution.objective, solution.status) == (expected, Status.OPTIMAL)

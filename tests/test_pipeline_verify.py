@@ -27,23 +27,27 @@ def _rows(text: str) -> list[list[str]]:
     ]
 
 
-def test_partition_audit_agrees_with_cpsat_on_small_models() -> None:
-    result = _run(LENET, MNIST, "--mode", "pipeline", "--pipeline", "4", *FAST)
+def test_partition_and_selection_audits_agree_with_cpsat_on_small_models() -> None:
+    result = _run(LENET, MNIST, "--mode", "pipeline", "--pipeline", "3", *FAST)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0] == "All 2 instances agree; CP-SAT proved 2 optimal, skipped 0."
+    assert lines[0] == "All 4 instances agree; CP-SAT proved 4 optimal, skipped 0."
     rows = _rows(result.stdout)
-    assert len(rows) == 4
-    audit, quantization = rows[:2], rows[2:]
+    assert len(rows) == 8
+    audit, quantization, selection = rows[:4], rows[4:6], rows[6:]
+    assert [row[3] for row in audit] == ["prefix-dp", "beam (proxy of its pick)"] * 2
     for row in audit:
-        assert row[3] == "prefix-dp" and row[8] == "optimal"
-        assert int(row[4]) >= int(row[6]) == int(row[7])  # DP >= CP-SAT optimum = bound
+        assert row[8] == "optimal"
+        assert int(row[4]) >= int(row[6]) == int(row[7])  # heuristic >= CP-SAT optimum = bound
     for row in quantization:
-        assert row[1] == "4"
+        assert row[1] == "3"
         grid, exact, loss = int(row[4]), int(row[5]), int(row[6])
         assert loss == grid - exact >= 0
+    for row in selection:
+        # The pick's and the proxy optimum's queue estimates; the pick is evaluated, so known.
+        assert row[1] == "3" and int(row[4]) > 0 and int(row[8]) > 0
     assert lines[-1].startswith("Settings: mode pipeline, target arch-a, heuristic prefix-dp, ")
-    assert "pipeline depth 4" in lines[-1]
+    assert "pipeline depth 3" in lines[-1]
 
 
 def test_partition_audit_json_holds_the_quantization_details() -> None:
@@ -51,8 +55,12 @@ def test_partition_audit_json_holds_the_quantization_details() -> None:
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["summary"]["disagreements"] == 0
-    (record,) = report["records"]
-    assert (record["mode"], record["heuristic"]) == ("pipeline", "prefix-dp")
+    partition, selection = report["records"]
+    assert (partition["mode"], partition["heuristic"]) == ("pipeline", "prefix-dp")
+    assert selection["heuristic"] == "beam (proxy of its pick)"
+    assert selection["heuristic_makespan_ns"] >= selection["cpsat_objective_ns"]
+    (chosen,) = report["selection_details"]
+    assert chosen["selected_queue_ns"] > 0 and chosen["proxy_optimum_queue_ns"] > 0
     (details,) = report["partition_details"]
     assert details["depth"] == 2
     assert details["quantization_loss_ns"] == (

@@ -65,8 +65,12 @@ def brute_force_optimum(problem: PartitionProblem) -> int | None:
                 values = [
                     problem.stage_cost(f, t, k) for (f, t), k in zip(ranges, budgets, strict=True)
                 ]
-                if None not in values and (best is None or max(values) < best):
-                    best = max(values)
+                if None in values:
+                    continue
+                stages = [Stage(f, t, k) for (f, t), k in zip(ranges, budgets, strict=True)]
+                value = problem.objective(stages, values)  # type: ignore[arg-type]
+                if best is None or value < best:
+                    best = value
     return best
 
 

@@ -9,7 +9,9 @@ report), then audits each one in the chosen mode:
 * ``pipeline``: the prefix-DP partition against the CP-SAT partition model and
   the exact DP at the ``pipeline`` depth (`raptor_cp.audit.partition`); when the
   exact model is small enough (``max_entries`` stage-cost entries) every range
-  is priced at every core count in one batch first;
+  is priced at every core count in one batch first; then the queue-aware
+  selection (the ``beam`` solver) against the exact optimum of its own cost
+  proxy (`raptor_cp.audit.selection`), one more record per model;
 * ``packing``: per model, the initial partition as ``compile`` builds it, then
   per stage the reuse-first stage packer against the CP-SAT packing model
   (`raptor_cp.audit.packing`).
@@ -36,6 +38,7 @@ from raptor_cp.reports.output import format_ns
 from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target
 
 if TYPE_CHECKING:
+    from raptor_cp.audit.selection import SelectionDetails
     from raptor_cp.graph import ComputeGraph
     from raptor_cp.pipeline.units import UnitCosts
     from raptor_cp.targets.base import SchedulingTarget
@@ -111,6 +114,8 @@ class VerifyReport:
     """The partition audit's quantization evidence (``pipeline`` mode only)."""
     settings: VerifySettings
     warnings: tuple[str, ...]
+    selection: tuple[SelectionDetails, ...] = ()
+    """The selection audit's queue evidence (``pipeline`` mode only)."""
 
     @property
     def disagrees(self) -> bool:
@@ -164,8 +169,8 @@ def verify(
         records = _audit_latency(instances, settings, progress)
         return VerifyReport(tuple(records), (), settings, warnings)
     batch = [_pipeline_instance(path, target, settings) for path in paths]
-    records, details = _audit_pipeline(batch, settings, target, progress)
-    return VerifyReport(tuple(records), tuple(details), settings, warnings)
+    records, details, selection = _audit_pipeline(batch, settings, target, progress)
+    return VerifyReport(tuple(records), tuple(details), settings, warnings, tuple(selection))
 
 
 def outcome(record: AuditRecord) -> str:
@@ -243,24 +248,40 @@ def _audit_pipeline(
     settings: VerifySettings,
     target: SchedulingTarget,
     progress: Progress,
-) -> tuple[list[AuditRecord], list[PartitionDetails]]:
+) -> tuple[list[AuditRecord], list[PartitionDetails], list[SelectionDetails]]:
     """Audit each instance (mode ``pipeline`` or ``packing``), one progress line each."""
     records: list[AuditRecord] = []
     details: list[PartitionDetails] = []
+    selections: list[SelectionDetails] = []
     for i, instance in enumerate(instances, start=1):
         groups = instance.problem.num_groups
         progress("audit-start", f"[{i}/{len(instances)}] {instance.name}: {groups} groups")
         if settings.mode == "pipeline":
             record, detail = _audit_partition(instance, settings, target)
-            records.append(record)
+            chosen, evidence = _audit_selection(instance, settings, target)
+            records.extend([record, chosen])
             details.append(detail)
-            outcomes = [outcome(record)]
+            selections.append(evidence)
+            outcomes = [outcome(record), outcome(chosen)]
         else:
             stage_records = _audit_stages(instance, settings, target)
             records.extend(stage_records)
             outcomes = [f"{len(stage_records)} stages"] + [outcome(r) for r in stage_records]
         progress("audit", "; ".join(outcomes))
-    return records, details
+    return records, details, selections
+
+
+def _audit_selection(
+    instance: _PipelineInstance, settings: VerifySettings, target: SchedulingTarget
+) -> tuple[AuditRecord, SelectionDetails]:
+    from raptor_cp.audit.selection import audit_selection
+    from raptor_cp.models.partition import CpSatPartitionModel
+    from raptor_cp.models.solve import SolveSettings
+    from raptor_cp.problems import PipelineProblem
+
+    model = CpSatPartitionModel(SolveSettings(settings.time_limit_s, settings.workers))
+    problem = PipelineProblem(instance.graph, target, settings.pipeline)
+    return audit_selection(problem, model, instance.name)
 
 
 def _audit_partition(

@@ -197,11 +197,12 @@ def initial_partition(
         )
     stages = tuple(Stage(first, stop, k) for (first, stop), k in zip(ranges, budgets, strict=True))
     costs = [cost(stage.first, stage.stop, stage.cores) for stage in stages]
-    objective = max(c for c in costs if c is not None)  # minimax budgets are all available
+    # minimax budgets are all available; a memory term is not minimised here, only counted
+    objective = problem.objective(stages, [c for c in costs if c is not None])
     details["active_stages"] = len(stages)
     details["idle_cores"] = problem.cores - sum(budgets)
     details["stage_cost_queries"] = cost.queries
-    exact = grid.exact and details["path"] == "grid"
+    exact = grid.exact and details["path"] == "grid" and problem.stage_memory is None
     return PartitionSolution(
         stages,
         status=Status.OPTIMAL if exact else Status.FEASIBLE,

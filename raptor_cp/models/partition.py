@@ -18,8 +18,10 @@ cores. Flow conservation (one unit leaves group boundary 0, boundaries
 ``0 -> G``, i.e. non-empty contiguous stages: every arc goes forward, so exactly
 one selected arc covers each group. Then ``sum k x <= P``, ``sum x <= max_stages``
 and, per group ``g``, ``worst >= sum_{f <= g < t} cost x`` (exactly one term is
-selected; summing per group is tighter in the LP than one row per arc).
-Minimise ``worst``. The prefix DP's answer is the hint; the bound does not
+selected; summing per group is tighter in the LP than one row per arc); with a
+memory term also ``worst >= sum memory(f, t) x`` over all arcs. Minimise
+``worst``. (A dominated budget is still dominated with the memory term, which
+does not depend on the budget.) The prefix DP's answer is the hint; the bound does not
 depend on it.
 """
 
@@ -132,9 +134,15 @@ class CpSatPartitionModel:
             sum(k * literal for (_, _, k, _), literal in zip(arcs, x, strict=True)) <= problem.cores
         )
         model.add(sum(x) <= problem.max_stages)
-        worst = model.new_int_var(0, max((a[3] for a in arcs), default=0), "worst")
+        memory = [
+            0 if problem.stage_memory is None else problem.stage_memory(f, t) for f, t, _, _ in arcs
+        ]
+        top = max((a[3] for a in arcs), default=0) + sum(memory)
+        worst = model.new_int_var(0, top, "worst")
         for terms in covering:
             model.add(worst >= sum(value * literal for value, literal in terms))
+        if problem.stage_memory is not None:
+            model.add(worst >= sum(m * literal for m, literal in zip(memory, x, strict=True)))
         model.minimize(worst)
         return model, PartitionVars(problem, arcs, x, worst)
 
@@ -166,7 +174,7 @@ class CpSatPartitionModel:
             stop, k, _ = chosen[first]
             stages.append(Stage(first, stop, k))
             first = stop
-        objective = max(chosen[s.first][2] for s in stages)
+        objective = problem.objective(stages, [chosen[s.first][2] for s in stages])
         solution = PartitionSolution(
             tuple(stages),
             status=Status.OPTIMAL if objective == run.bound else Status.FEASIBLE,

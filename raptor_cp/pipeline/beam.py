@@ -136,6 +136,19 @@ class BeamPipelineSolver:
         )
 
 
+def realized_cost(
+    problem: PipelineProblem, costs: StageCosts, stages: Sequence[Stage], name: str
+) -> tuple[PipelinePlan, RealizedScheduleCost]:
+    """Pack, place and realize ``stages`` the way the search builds a candidate, and query
+    the target for its queue cost (for audits that evaluate a schedule the search did not
+    build). Raises `NotFoundWithinBudgetError` when a stage cannot be packed."""
+    assignments = [costs.assignment(s.first, s.stop, s.cores)[0] for s in stages]
+    graph = problem.graph
+    plan = assemble_pipeline(graph, problem.target, costs.groups, stages, assignments)
+    programs = realize_pipeline(graph, plan.schedule, plan.task_stage(graph.num_tasks)).cores
+    return plan, problem.target.estimate_realized_schedule_cost(programs, name)
+
+
 def placement_digest(plan: PipelinePlan) -> str:
     """A digest of the physical placement: every task's core and every core's stage."""
     digest = hashlib.sha1(np.ascontiguousarray(plan.schedule.core, dtype=np.int64).tobytes())

@@ -2,14 +2,18 @@
 
 `PartitionProblem` cuts ordered operation groups into at most ``max_stages``
 contiguous stages with integer core budgets (>= 1 each, total <= ``cores``),
-minimising the maximum stage cost read from packing-cost curves. The prefix DP
+minimising the maximum stage cost read from packing-cost curves -- or, with a
+``stage_memory`` term, the larger of that maximum and the memory demand summed
+over the stages (the pipeline selection's cheap proxy,
+`raptor_cp.pipeline.proxy`: shared-memory service is serialized, so it adds up
+over stages instead of taking their maximum). The prefix DP
 (`raptor_cp.heuristics.prefix_dp`) and the CP-SAT model (`raptor_cp.models.partition`)
 return `PartitionSolution`, which `check_partition` validates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from raptor_cp.errors import InvalidInstanceError, ScheduleViolationError
@@ -18,6 +22,8 @@ from raptor_cp.problems.base import Solution
 StageCost = Callable[[int, int, int], "int | None"]
 """``stage_cost(first, stop, cores)``: cost of groups ``[first, stop)`` on ``cores`` cores,
 or None when no packing is available."""
+StageMemory = Callable[[int, int], int]
+"""``stage_memory(first, stop)``: the memory demand groups ``[first, stop)`` add as a stage."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,6 +39,15 @@ class PartitionProblem:
     max_stages: int
     stage_cost: StageCost
     name: str = "partition"
+    stage_memory: StageMemory | None = None
+    """Optional additive term: the objective is ``max(max stage cost, sum of memory)``."""
+
+    def objective(self, stages: Sequence[Stage], costs: Sequence[int]) -> int:
+        """The objective of ``stages`` whose stage costs are ``costs``."""
+        worst = max(costs)
+        if self.stage_memory is None:
+            return worst
+        return max(worst, sum(self.stage_memory(s.first, s.stop) for s in stages))
 
     def __post_init__(self) -> None:
         if self.num_groups < 1:
@@ -93,9 +108,8 @@ def check_partition(problem: PartitionProblem, solution: PartitionSolution) -> N
         raise ScheduleViolationError(
             f"{problem.name}: stage {index} has no available packing on {stages[index].cores} cores"
         )
-    worst = max(int(cost) for cost in costs if cost is not None)
+    worst = problem.objective(stages, [int(cost) for cost in costs if cost is not None])
     if solution.objective is not None and solution.objective != worst:
         raise ScheduleViolationError(
-            f"{problem.name}: reported objective {solution.objective} but the worst stage "
-            f"costs {worst}"
+            f"{problem.name}: reported objective {solution.objective} but the stages give {worst}"
         )

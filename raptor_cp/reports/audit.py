@@ -1,7 +1,8 @@
 """Audit reports: the Markdown table and JSON of `AuditRecord` lists (formatting only).
 
-``verify`` prints one table shape for every mode; the partition audit adds a
-second table of the prefix DP's quantization evidence (`render_quantization`).
+``verify`` prints one table shape for every mode; the pipeline audit adds a
+table of the prefix DP's quantization evidence (`render_quantization`) and one
+of the selection audit's queue estimates (`render_selection`).
 The Markdown holds no wall times, so identical runs give identical reports.
 """
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from raptor_cp.audit.partition import PartitionDetails
     from raptor_cp.audit.record import AuditRecord
+    from raptor_cp.audit.selection import SelectionDetails
     from raptor_cp.audit.verify import VerifyReport
 
 
@@ -55,6 +57,54 @@ def details_json(details: PartitionDetails) -> dict[str, object]:
         "exact_dp_objective_ns": details.exact_dp_objective,
         "quantization_loss_ns": details.quantization_loss,
     }
+
+
+def selection_json(details: SelectionDetails) -> dict[str, object]:
+    """A JSON-ready dict of one selection audit's queue evidence."""
+    return {
+        "instance": details.instance,
+        "depth": details.depth,
+        "selected": details.selected,
+        "selected_stages": [list(s) for s in details.selected_stages],
+        "selected_queue_ns": details.selected_queue_ns,
+        "initial_proxy_ns": details.initial_proxy_ns,
+        "initial_queue_ns": details.initial_queue_ns,
+        "proxy_optimum_stages": None
+        if details.optimum_stages is None
+        else [list(s) for s in details.optimum_stages],
+        "proxy_optimum_queue_ns": details.optimum_queue_ns,
+        "proxy_optimum_queue_why": details.optimum_queue_why,
+    }
+
+
+def _stages(stages: Sequence[tuple[int, int, int]] | None) -> str:
+    if stages is None:
+        return "—"
+    return " ".join(f"[{a},{b})x{k}" for a, b, k in stages)
+
+
+def render_selection(details: Sequence[SelectionDetails]) -> str:
+    """The selection audit's table: queue estimates of the initial, the pick, the proxy optimum."""
+    lines = [
+        "| instance | depth | selected | selected stages | selected queue ns | initial queue ns "
+        "| initial proxy ns | proxy optimum stages | proxy optimum queue ns |",
+        "|" + "---|" * 9,
+    ]
+    for d in details:
+        optimum = d.optimum_queue_ns if d.optimum_queue_ns is not None else d.optimum_queue_why
+        cells = [
+            d.instance,
+            d.depth,
+            d.selected,
+            _stages(d.selected_stages),
+            d.selected_queue_ns,
+            d.initial_queue_ns,
+            d.initial_proxy_ns,
+            _stages(d.optimum_stages),
+            optimum,
+        ]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _cell(value: object) -> str:
@@ -144,7 +194,11 @@ def render_quantization(details: Sequence[PartitionDetails]) -> str:
 
 def verify_markdown(report: VerifyReport) -> str:
     """The ``verify`` report in Markdown: the audit table, the partition table, the settings."""
-    extra = "\n" + render_quantization(report.details) if report.settings.mode == "pipeline" else ""
+    extra = (
+        "\n" + render_quantization(report.details) + "\n" + render_selection(report.selection)
+        if report.settings.mode == "pipeline"
+        else ""
+    )
     return render_markdown(list(report.records)) + extra + "\n" + report.settings.describe() + "\n"
 
 
@@ -153,6 +207,7 @@ def verify_json(report: VerifyReport) -> dict[str, object]:
     document: dict[str, object] = dict(to_json(list(report.records)))
     if report.settings.mode == "pipeline":
         document["partition_details"] = [details_json(d) for d in report.details]
+        document["selection_details"] = [selection_json(d) for d in report.selection]
     document["settings"] = report.settings.to_json()
     document["warnings"] = list(report.warnings)
     return document
