@@ -14,23 +14,20 @@ assembly
 4. prices the cross-stage boundary demand (`boundary_demand`) and the baseline
    demand of function inputs, constants and outputs (`baseline_demand`).
 
-The interval estimate is the maximum of three terms, each reported on its own:
-the largest per-core work (serial compute plus incident same-stage transfers,
-hop-aware), the largest stage span (dependency completion of one stage's work
-when its cross-stage inputs are ready at the start of the interval) and the
-serialized shared-memory service: the memory controller's service of the
-boundary and baseline requests, shared by all stages and never added to a stage
-span. All three use the physical costs (`ComputeGraph.cost`), not the nominal
-priorities partitioning and packing rank by. Counting the stage
-span follows issue 4 and models stage-synchronous execution (a stage takes the
-next input once it has finished the current one); the seeds' recurrence model
-lets a stage's cores overlap generations and treats the within-generation span
-as latency, not an initiation interval, which is why each term is reported on
-its own and ``binding`` names the one that sets the interval. It is a conditional
-estimate of the abstract execution model, not a simulator prediction: issue,
-contention and cross-generation recurrence are not modelled (the seeds' queue
-evaluation is not implemented). Estimated starts in the schedule are relative to
-the start of the task's stage in one interval.
+The plan's *analytic interval proxy* is the maximum of three terms, each
+reported on its own: the largest per-core work (serial compute plus incident
+same-stage transfers, hop-aware), the largest stage span (dependency
+completion of one stage's work when its cross-stage inputs are ready at the
+start of the interval) and the serialized shared-memory service: the memory
+controller's service of the boundary and baseline requests, shared by all
+stages and never added to a stage span. All three use the physical costs
+(`ComputeGraph.cost`), not the nominal priorities partitioning and packing
+rank by. The seeds call the within-generation span a latency, not an
+initiation interval: the selected schedule's interval is its queue estimate
+(`raptor_cp.pipeline.beam`, the target's `estimate_realized_schedule_cost`),
+and this proxy is kept under its own name (``analytic_interval``) for
+schedules no queue comparison ran on. Estimated starts in the schedule are
+relative to the start of the task's stage in one interval.
 """
 
 from __future__ import annotations
@@ -56,7 +53,7 @@ SCHEDULER = "pipeline"
 
 @dataclass(frozen=True)
 class IntervalEstimate:
-    """The interval estimate and its three terms (integer ns)."""
+    """The analytic interval proxy and its three terms (integer ns)."""
 
     core_work_ns: int
     """Largest per-core serial compute plus incident same-stage transfers."""
