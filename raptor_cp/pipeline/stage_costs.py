@@ -121,6 +121,7 @@ class StageCosts:
         self._costs: dict[tuple[int, int, int], int | None] = {}
         self._curves: set[tuple[int, int]] = set()
         """Ranges whose whole curve ``1..P`` is priced."""
+        self._spans: dict[tuple[int, int], int] = {}
         self._reuse: dict[
             tuple[int, int], tuple[int, tuple[tuple[int, ...], dict[str, object]]] | None
         ] = {}
@@ -294,10 +295,12 @@ class StageCosts:
         return tuple(by_task[self.groups.range_tasks(first, stop)].tolist()), evidence
 
     def span(self, first: int, stop: int) -> int:
-        """Dependency span of groups ``[first, stop)``."""
-        began = time.perf_counter()
-        value = self.spans(first, stop)
-        self.stats.spans_s += time.perf_counter() - began
+        """Dependency span of groups ``[first, stop)`` (memoised per range)."""
+        value = self._spans.get((first, stop))
+        if value is None:
+            began = time.perf_counter()
+            value = self._spans[first, stop] = self.spans(first, stop)
+            self.stats.spans_s += time.perf_counter() - began
         return value
 
     def __call__(self, first: int, stop: int, cores: int) -> int | None:
