@@ -66,7 +66,7 @@ from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
 from raptor_cp.pipeline.initial import InitialPipeline, add_spare_cores, initial_pipeline
 from raptor_cp.pipeline.neighbourhood import Proposal, neighbours
 from raptor_cp.pipeline.plan import PipelinePlan, assemble_pipeline
-from raptor_cp.pipeline.proxy import ProxyScore, RangeMemory, SelectionProxy
+from raptor_cp.pipeline.proxy import ProxyScore, SelectionProxy
 from raptor_cp.pipeline.realize import realize_pipeline
 from raptor_cp.pipeline.selection import (
     Attempt,
@@ -195,8 +195,7 @@ class _Search:
         self.groups = self.costs.groups
         self.queue_limit = queue
         self.packing_limit = packings
-        memory = RangeMemory(self.graph, self.groups, self.target)
-        self.proxy = SelectionProxy(self.costs, memory)
+        self.proxy = SelectionProxy.of(self.costs, self.target)
         work = np.add.reduceat(
             self.graph.cost[self.groups.ordered_tasks], self.groups.offsets[:-1]
         ).astype(np.int64)

@@ -81,13 +81,15 @@ class InitialPipelineSolver:
     spare_units: int = SPARE_UNITS
 
     def solve(self, problem: PipelineProblem) -> PipelineSolution:
+        from raptor_cp.pipeline.proxy import SelectionProxy
         from raptor_cp.pipeline.selection import Candidate, Decision, PipelineSelection
 
         began = time.perf_counter()
         result = initial_pipeline(problem.graph, problem.target, problem.depth, self.spare_units)
+        proxy = SelectionProxy.of(result.costs, problem.target)
         candidate = Candidate(
-            0, result.plan.stages, None, "initial partition", 0, None, result.plan,
-            result.packing, None,
+            0, result.plan.stages, None, "initial partition", 0,
+            proxy.score(result.plan.stages), result.plan, result.packing, None,
         )  # fmt: skip
         rule = "initial solver: the initialized schedule, no refinement or queue comparison"
         selection = PipelineSelection(

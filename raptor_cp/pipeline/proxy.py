@@ -134,6 +134,11 @@ class SelectionProxy:
         self.costs = costs
         self.memory = memory
 
+    @classmethod
+    def of(cls, costs: StageCosts, target: SchedulingTarget) -> SelectionProxy:
+        """The proxy of ``costs``'s graph and groups on ``target``."""
+        return cls(costs, RangeMemory(costs.graph, costs.groups, target))
+
     def score(self, stages: Sequence[Stage]) -> ProxyScore | None:
         """The proxy of ``stages`` (None when a stage has no ordered packing at its budget)."""
         costs = []

@@ -123,6 +123,10 @@ def _candidate_row(candidate: Candidate, selected: int) -> dict[str, object]:
         "selected": candidate.index == selected,
         "selection_eligible": cost is not None and cost.available,
     }
+    if candidate.parent is None:
+        row["parent_why"] = "the initialized schedule is the search's root"
+    if candidate.proxy is None:
+        row["proxy_why"] = "a stage has no packing at its budget under the allocation costs"
     if cost is None:
         row["queue_estimate_why"] = "not queue-evaluated: " + (
             "a single candidate skips the queue comparison"
@@ -198,6 +202,8 @@ def selection_document(result: PipelineResult) -> dict[str, object]:
         "analytic_interval": plan.estimate.to_json(),
         "proxy": None if chosen.proxy is None else chosen.proxy.to_json(),
     }
+    if chosen.proxy is None:
+        costs["proxy_why"] = "a stage has no packing at its budget under the allocation costs"
     if chosen.cost is None:
         costs["queue"] = None
         costs["queue_why"] = decision.rule
@@ -230,6 +236,11 @@ def selection_document(result: PipelineResult) -> dict[str, object]:
             "partition_objective_ns": partition.objective,
             "partition_bound_ns": partition.bound,
             "partition_status": partition.status.value,
+            **(
+                {"partition_bound_why": "the prefix DP proves its objective only on an exact grid"}
+                if partition.bound is None
+                else {}
+            ),
         },
         "partition": {
             "solver": partition.solver,
@@ -243,6 +254,7 @@ def selection_document(result: PipelineResult) -> dict[str, object]:
             "band_ns": None if decision.band_ns is None else [_ns(v) for v in decision.band_ns],
             "rule": decision.rule,
             "near_equivalence_margin": float(MARGIN),
+            **({"best_why": decision.rule} if decision.best is None else {}),
         },
         "eligibility": {
             "selection_eligible": chosen.cost is not None and chosen.cost.available,
