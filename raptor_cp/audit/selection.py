@@ -74,7 +74,7 @@ def audit_selection(
     chosen, initial = selection.selected, selection.candidates[0]
     costs = selection.initial.costs
     groups = costs.groups
-    memory = RangeMemory(problem.graph, groups, problem.target.step_timing())
+    memory = RangeMemory(problem.graph, groups, problem.target)
     proxy = PartitionProblem(
         groups.count,
         problem.target.cores,

@@ -59,7 +59,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from raptor_cp.errors import NotFoundWithinBudgetError, RaptorError, ScheduleViolationError
+from raptor_cp.errors import (
+    NotFoundWithinBudgetError,
+    RaptorError,
+    ScheduleViolationError,
+    TimingUnavailableError,
+)
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.core_budgets import minimax_budgets
 from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
@@ -67,7 +72,7 @@ from raptor_cp.pipeline.initial import InitialPipeline, add_spare_cores, initial
 from raptor_cp.pipeline.neighbourhood import Proposal, neighbours
 from raptor_cp.pipeline.plan import PipelinePlan, assemble_pipeline
 from raptor_cp.pipeline.proxy import ProxyScore, SelectionProxy
-from raptor_cp.pipeline.realize import realize_pipeline
+from raptor_cp.pipeline.realize import target_realization
 from raptor_cp.pipeline.selection import (
     Attempt,
     Candidate,
@@ -143,10 +148,28 @@ def realized_cost(
     the target for its queue cost (for audits that evaluate a schedule the search did not
     build). Raises `NotFoundWithinBudgetError` when a stage cannot be packed."""
     assignments = [costs.assignment(s.first, s.stop, s.cores)[0] for s in stages]
-    graph = problem.graph
-    plan = assemble_pipeline(graph, problem.target, costs.groups, stages, assignments)
-    programs = realize_pipeline(graph, plan.schedule, plan.task_stage(graph.num_tasks)).cores
-    return plan, problem.target.estimate_realized_schedule_cost(programs, name)
+    plan = assemble_pipeline(problem.graph, problem.target, costs.groups, stages, assignments)
+    return plan, target_cost(problem.graph, problem.target, plan, name, recurrence=False)
+
+
+def target_cost(
+    graph: ComputeGraph, target: SchedulingTarget, plan: PipelinePlan, name: str, recurrence: bool
+) -> RealizedScheduleCost:
+    """Realize ``plan`` for ``target`` (`target_realization`) and ask the target for its cost.
+
+    The baseline requests' controller service (``plan.baseline``) joins the memory
+    term. A realization the target cannot time (sub-byte payloads, too few event
+    registers) is an unsupported static form, not an exception.
+    """
+    try:
+        realization = target_realization(
+            graph, target, plan.schedule, plan.task_stage(graph.num_tasks)
+        )
+    except TimingUnavailableError as error:
+        return RealizedScheduleCost.unavailable(f"{name}: {error}", UNSUPPORTED)
+    return target.estimate_realized_schedule_cost(
+        realization.cores, name, recurrence, plan.baseline.service_ns
+    )
 
 
 def placement_digest(plan: PipelinePlan) -> str:
@@ -317,12 +340,8 @@ class _Search:
 
     def evaluate(self, candidate: Candidate) -> Candidate:
         """Query the target for ``candidate``'s realized schedule; stop if it cannot answer."""
-        plan = candidate.plan
-        programs = realize_pipeline(
-            self.graph, plan.schedule, plan.task_stage(self.graph.num_tasks)
-        ).cores
         name = f"{self.graph.name} candidate {candidate.index}"
-        cost = self.target.estimate_realized_schedule_cost(programs, name, recurrence=True)
+        cost = target_cost(self.graph, self.target, candidate.plan, name, recurrence=True)
         self.budget.queue_used += 1
         wall = dict(cost.wall_s)
         self.budget.times["queue_execution"] += wall.get("extraction", 0.0) + wall.get("queue", 0.0)

@@ -396,6 +396,30 @@ def _merge_compute(entries: list[Item]) -> tuple[list[Step], list[tuple[int, ...
     return steps, owners
 
 
+def target_realization(
+    graph: ComputeGraph, target: SchedulingTarget, schedule: Schedule, task_stage: np.ndarray
+) -> PipelineRealization:
+    """The per-core programs of a pipeline schedule for ``target``.
+
+    With the target's step timing: its untimed operations and event-register
+    file, and, on a byte-addressed target, the check that communicated payloads
+    have byte-sized elements (`TimingUnavailableError` otherwise, as for a core
+    that needs more event registers than it has). Without step timing the
+    programs are realized without those limits (the target cannot time them).
+    Pipeline selection realizes its candidates with this, and `pipeline_events`
+    builds the periodic diagnostic's event graph from it, so both see the same
+    programs.
+    """
+    timing = target.step_timing()
+    if timing is None:
+        return realize_pipeline(graph, schedule, task_stage)
+    if timing.byte_addressed:
+        _check_byte_payloads(graph, schedule.core, np.asarray(task_stage, dtype=np.int64))
+    return realize_pipeline(
+        graph, schedule, task_stage, timing.untimed_operations, timing.event_registers
+    )
+
+
 def pipeline_events(
     graph: ComputeGraph,
     target: SchedulingTarget,
@@ -415,11 +439,7 @@ def pipeline_events(
             f"target {target.name} has no complete step timing (only whole transfers): "
             "the periodic model cannot price communication phases"
         )
-    if timing.byte_addressed:
-        _check_byte_payloads(graph, schedule.core, np.asarray(task_stage, dtype=np.int64))
-    realization = realize_pipeline(
-        graph, schedule, task_stage, timing.untimed_operations, timing.event_registers
-    )
+    realization = target_realization(graph, target, schedule, task_stage)
     events = build_events(realization.cores, timing, name or graph.name)
     return events, realization
 

@@ -236,11 +236,15 @@ def _audit(cell: Cell, path: str, artifacts: dict[str, bytes]) -> list[Row]:
         scheduler=str(options.get("scheduler", "peft")),
     )
     report = verify([Path(path)], settings)
+    names = [record.instance for record in report.records]
     rows = []
     for record in report.records:
+        # Stage audits name their stage; the pipeline audit's two records (partition,
+        # selection) share the model's name and are told apart by their heuristic.
+        part = record.instance if len(set(names)) == len(names) else record.heuristic
         rows.append(
             {
-                "part": record.instance if len(report.records) > 1 else None,
+                "part": part if len(report.records) > 1 else None,
                 "solver": record.heuristic,
                 "size": record.tasks,
                 "objective": record.heuristic_objective,
