@@ -40,8 +40,9 @@ two cores' demands: a neighbour on a third core is charged the edge before and
 after.
 
 Bounds: `demand_lower_bound` (largest load, total load / cores) for the demand;
-`cores_needed` (distinct-weight union / capacity and the Martello-Toth bound
-L2 on the distinct weight sizes, which every packing contains as a bin packing
+`cores_needed` (distinct-weight union / capacity, and the bin-packing bounds of
+`raptor_cp.heuristics.packing_bounds`, Martello-Toth L2 and the Fekete-Schepers
+DFF bound, on the distinct weight sizes: every packing contains a bin packing
 of one copy of each weight) for the cores. A solution meeting its bound is
 OPTIMAL. Fewer cores than `cores_needed` is a proof of infeasibility (INFEASIBLE);
 a failed construction is only NOT_FOUND.
@@ -63,47 +64,21 @@ D. S. Johnson, "Near-optimal bin packing algorithms", PhD thesis, MIT, 1973
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from raptor_cp.errors import InvalidInstanceError, ScheduleViolationError
+from raptor_cp.errors import ScheduleViolationError
+from raptor_cp.heuristics.bin_packing import pack_bins
 from raptor_cp.heuristics.ordered_packing import demand_lower_bound, ordered_packing
+from raptor_cp.heuristics.packing_bounds import bin_bounds
 from raptor_cp.heuristics.resident_packing import pack_resident_weights
 from raptor_cp.pipeline_problems import PackingProblem, PackingSolution, check_packing
 from raptor_cp.problems import HasGap, Status
 
 REBALANCE_CHECK_BUDGET = 1 << 20
 """(task, core) move evaluations one rebalance may spend."""
-
-
-def bin_packing_lower_bound(sizes: Sequence[int], capacity: int) -> int:
-    """Martello-Toth bound L2 on the bins of capacity ``capacity`` that ``sizes`` need.
-
-    For each ``alpha`` in ``{0} | {s <= capacity / 2}``: items larger than
-    ``capacity - alpha`` and items in ``(capacity / 2, capacity - alpha]`` each need a
-    bin of their own, and items in ``[alpha, capacity / 2]`` need whatever the second
-    kind's bins leave free, in whole bins. Never below ``ceil(sum / capacity)``.
-
-    >>> bin_packing_lower_bound([6, 6, 6, 4, 4, 4], 10)
-    3
-    """
-    s = np.asarray([x for x in sizes if x > 0], dtype=np.int64)
-    if s.size == 0:
-        return 0
-    if capacity <= 0:
-        raise InvalidInstanceError(f"no bin of capacity {capacity} holds an item of {s.max()}")
-    best = -(-int(s.sum()) // capacity)
-    large = 2 * s > capacity
-    for alpha in [0, *np.unique(s[~large]).tolist()]:
-        big = s > capacity - alpha
-        mid = large & ~big
-        small = ~large & (s >= alpha)
-        free = int(mid.sum()) * capacity - int(s[mid].sum())
-        spill = max(0, -(-(int(s[small].sum()) - free) // capacity))
-        best = max(best, int(big.sum()) + int(mid.sum()) + spill)
-    return best
 
 
 def cores_needed(problem: PackingProblem) -> int:
@@ -113,8 +88,8 @@ def cores_needed(problem: PackingProblem) -> int:
     used = sorted({w for weights in problem.task_weights for w in weights})
     if problem.capacity == 0:
         return 1
-    l2 = bin_packing_lower_bound([problem.weight_size[w] for w in used], problem.capacity)
-    return max(problem.cores_lower_bound, l2)
+    sizes = [problem.weight_size[w] for w in used]
+    return max(problem.cores_lower_bound, bin_bounds(sizes, problem.capacity).best)
 
 
 def weight_groups(problem: PackingProblem) -> dict[tuple[int, ...], list[int]]:
@@ -126,6 +101,16 @@ def weight_groups(problem: PackingProblem) -> dict[tuple[int, ...], list[int]]:
     for t, weights in enumerate(problem.task_weights):
         groups.setdefault(tuple(sorted(set(weights))), []).append(t)
     return groups
+
+
+def disjoint(sets: Iterable[tuple[int, ...]]) -> bool:
+    """Whether no weight is in two of ``sets`` (each set without repeats)."""
+    seen: set[int] = set()
+    for weights in sets:
+        if not seen.isdisjoint(weights):
+            return False
+        seen.update(weights)
+    return True
 
 
 @dataclass(frozen=True)
@@ -153,14 +138,17 @@ def check_core_count(problem: PackingProblem, solution: CoreCountSolution) -> No
 
 
 def fewest_cores(problem: PackingProblem) -> CoreCountSolution:
-    """Fewest cores (at most ``problem.cores``) holding the tasks' weights: best fit decreasing.
+    """Fewest cores (at most ``problem.cores``) holding the tasks' weights.
 
     Tasks with the same weight set always share a core (they add no slots), so
-    the constructor packs one representative per weight set, by set size
-    descending (ties: first task). It first runs on ``min(cores, weight sets)``
-    cores, then on ``m = cores_needed, cores_needed + 1, ...`` cores until it
-    succeeds with fewer cores than it used before; each run includes the shared
-    constructor's bounded recovery.
+    one item per weight set is packed. When no weight belongs to two sets the
+    question is plain bin packing of the sets' slot totals, answered by
+    `raptor_cp.heuristics.bin_packing.pack_bins` (best fit decreasing, MBS' and a
+    neighbourhood search, stopping at the bound). Otherwise best fit decreasing
+    by the shared constructor, items by set size descending (ties: first task):
+    first on ``min(cores, weight sets)`` cores, then on ``m = cores_needed,
+    cores_needed + 1, ...`` cores until it succeeds with fewer cores than it used
+    before; each run includes the constructor's bounded recovery.
     """
     began = time.perf_counter()
     bound = cores_needed(problem)
@@ -171,6 +159,33 @@ def fewest_cores(problem: PackingProblem) -> CoreCountSolution:
         )  # fmt: skip
     groups = weight_groups(problem)
     sets = sorted(groups, key=lambda s: (-sum(problem.weight_size[w] for w in s), groups[s][0]))
+    details: dict[str, object]
+    if disjoint(sets):
+        packing = pack_bins(
+            [sum(problem.weight_size[w] for w in s) for s in sets], problem.capacity
+        )
+        bound = max(bound, packing.lower_bound)
+        best = packing.bins if packing.count <= problem.cores else None
+        details = {"bin_packing": packing.method, "work": packing.work, "bins": packing.count}
+    else:
+        best, details = _shared_fewest(problem, sets, bound)
+    wall = time.perf_counter() - began
+    if best is None:
+        return CoreCountSolution(None, Status.NOT_FOUND, "fewest-cores", None, bound, wall, details)
+    relabel = {p: i for i, p in enumerate(dict.fromkeys(best))}
+    core = [0] * problem.num_tasks
+    for s, p in zip(sets, best, strict=True):
+        for t in groups[s]:
+            core[t] = relabel[p]
+    used = len(relabel)
+    status = Status.OPTIMAL if used == bound else Status.FEASIBLE
+    return CoreCountSolution(tuple(core), status, "fewest-cores", used, bound, wall, details)
+
+
+def _shared_fewest(
+    problem: PackingProblem, sets: list[tuple[int, ...]], bound: int
+) -> tuple[tuple[int, ...] | None, dict[str, object]]:
+    """The shared constructor's fewest cores for overlapping weight sets (`fewest_cores`)."""
 
     def attempt(cores: int) -> tuple[int, ...] | None:
         packing = pack_resident_weights(
@@ -187,18 +202,7 @@ def fewest_cores(problem: PackingProblem) -> CoreCountSolution:
             if found is not None:
                 best = found
                 break
-    wall = time.perf_counter() - began
-    details: dict[str, object] = {"attempts": attempts}
-    if best is None:
-        return CoreCountSolution(None, Status.NOT_FOUND, "fewest-cores", None, bound, wall, details)
-    relabel = {p: i for i, p in enumerate(dict.fromkeys(best))}
-    core = [0] * problem.num_tasks
-    for s, p in zip(sets, best, strict=True):
-        for t in groups[s]:
-            core[t] = relabel[p]
-    used = len(relabel)
-    status = Status.OPTIMAL if used == bound else Status.FEASIBLE
-    return CoreCountSolution(tuple(core), status, "fewest-cores", used, bound, wall, details)
+    return best, {"attempts": attempts}
 
 
 def pack_stage(problem: PackingProblem) -> PackingSolution:
