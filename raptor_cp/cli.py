@@ -20,6 +20,7 @@ import click
 from raptor_cp import __version__
 from raptor_cp.cli_cycle_ratio import cycle_ratio_command
 from raptor_cp.cli_exchange import exchange_command
+from raptor_cp.cli_pack import pack_command
 from raptor_cp.cli_periodic import periodic_command
 from raptor_cp.errors import (
     InvalidInputError,
@@ -595,3 +596,4 @@ def _inspection_lines(report: dict[str, Any]) -> list[str]:
 main.add_command(cycle_ratio_command)
 main.add_command(periodic_command)
 main.add_command(exchange_command)
+main.add_command(pack_command)

@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from raptor_cp.errors import InvalidInstanceError
 from raptor_cp.heuristics.packing_bounds import dff_bound, martello_toth_l2
 
-DEFAULT_EFFORT = 64
+DEFAULT_EFFORT = 128
 """Work units per item the neighbourhood search may spend."""
 MBS_POOL = 64
 """Largest remaining items MBS' considers for one bin's subset-sum."""
