@@ -1,6 +1,7 @@
 """Read one-dimensional bin-packing instances: BPPLIB files and OR-Library multi-instance files.
 
-Two formats, told apart by the second value of the file:
+Two formats, told apart by the start of the file (an OR-Library file has a
+non-numeric identifier second and exactly three values on the line after it):
 
 * **BPPLIB** (Delorme, Iori and Martello 2018; the Scholl ``.BPP`` files and the
   Falkenauer triplets): the item count ``n``, the bin capacity, then ``n`` item
@@ -49,7 +50,7 @@ def read_bin_packing(path: str | Path) -> list[BinPackingInstance]:
     tokens = _Tokens(str(path), read_text(path))
     if tokens.empty:
         raise InvalidInputError(f"{path}: empty file (expected the item count on line 1)")
-    if tokens.second_is_number():
+    if not tokens.or_library():
         instance = _read_one(tokens, Path(path).stem, with_header=False)
         tokens.expect_end()
         return [instance]
@@ -106,8 +107,14 @@ class _Tokens:
             return self.values[self.position][0]
         return self.last_line
 
-    def second_is_number(self) -> bool:
-        return len(self.values) < 2 or _is_integer(self.values[1][1])
+    def or_library(self) -> bool:
+        """An identifier second and ``capacity n best`` on the line after it."""
+        if len(self.values) < 5 or _is_integer(self.values[1][1]):
+            return False
+        line = self.values[2][0]
+        return [n for n, _ in self.values[2:5]] == [line] * 3 and (
+            len(self.values) == 5 or self.values[5][0] != line
+        )
 
     def _next(self, what: str) -> tuple[int, str]:
         if self.position >= len(self.values):
