@@ -125,12 +125,16 @@ def verify(
                 pipeline_instances,
                 render_quantization,
             )
+            from raptor_cp.pipeline.audit import render_packing_bounds
 
             batch = pipeline_instances(paths, target, settings)
             records, details = audit_pipeline_instances(batch, mode, settings, target, progress)
             if mode == "pipeline":
                 extra_json["partition_details"] = [d.to_json() for d in details]
                 extra_markdown = "\n" + render_quantization(details)
+            else:
+                extra_json["packing_bounds"] = [d.to_json() for d in details]
+                extra_markdown = "\n" + render_packing_bounds(details)
         if as_json:
             report = dumps(
                 {

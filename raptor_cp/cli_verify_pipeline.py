@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from raptor_cp.cli import _Progress
     from raptor_cp.cli_verify import VerifySettings
     from raptor_cp.graph import ComputeGraph
-    from raptor_cp.pipeline.audit import PartitionDetails
+    from raptor_cp.pipeline.audit import PackingBounds, PartitionDetails
     from raptor_cp.pipeline.stage_costs import StageCosts
     from raptor_cp.pipeline_problems import PartitionProblem
     from raptor_cp.targets.base import SchedulingTarget
@@ -72,12 +72,17 @@ def audit_pipeline_instances(
     settings: VerifySettings,
     target: SchedulingTarget,
     progress: _Progress,
-) -> tuple[list[AuditRecord], list[PartitionDetails]]:
-    """Audit each instance (``mode`` pipeline or packing), one progress line per record."""
+) -> tuple[list[AuditRecord], list[PartitionDetails] | list[PackingBounds]]:
+    """Audit each instance (``mode`` pipeline or packing), one progress line per record.
+
+    The second list holds the partition audits' quantization details (``pipeline``)
+    or every audited stage's lower bounds (``packing``).
+    """
     from raptor_cp.cli_verify import outcome
 
     records: list[AuditRecord] = []
     details: list[PartitionDetails] = []
+    bounds: list[PackingBounds] = []
     for i, instance in enumerate(instances, start=1):
         began = time.perf_counter()
         if not progress.quiet:
@@ -91,11 +96,12 @@ def audit_pipeline_instances(
             details.append(detail)
             outcomes = [outcome(record)]
         else:
-            stage_records = _audit_stages(instance, settings, target)
+            stage_records, stage_bounds = _audit_stages(instance, settings, target)
             records.extend(stage_records)
+            bounds.extend(stage_bounds)
             outcomes = [f"{len(stage_records)} stages"] + [outcome(r) for r in stage_records]
         progress.say(f"{'; '.join(outcomes)}, {time.perf_counter() - began:.2f} s")
-    return records, details
+    return records, details if mode == "pipeline" else bounds
 
 
 def _audit_partition(
@@ -120,11 +126,11 @@ def _audit_partition(
 
 def _audit_stages(
     instance: PipelineInstance, settings: VerifySettings, target: SchedulingTarget
-) -> list[AuditRecord]:
+) -> tuple[list[AuditRecord], list[PackingBounds]]:
     from raptor_cp.errors import NotFoundWithinBudgetError
     from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, initial_partition
     from raptor_cp.models.packing import CpSatPackingModel
-    from raptor_cp.pipeline.audit import audit_packing
+    from raptor_cp.pipeline.audit import audit_packing, packing_bounds
     from raptor_cp.pipeline.initial import final_stages, tabulate_grid
 
     problem, costs = instance.problem, instance.costs
@@ -136,15 +142,12 @@ def _audit_stages(
         )
     model = CpSatPackingModel(time_limit_s=settings.time_limit_s, workers=settings.workers)
     stages = final_stages(instance.graph, costs, partition.stages, problem.cores)
-    return [
-        audit_packing(
-            costs.packing_problem(stage.first, stage.stop, stage.cores),
-            model,
-            f"{instance.name} stage {s}",
-            target.name,
-        )
+    problems = [
+        (f"{instance.name} stage {s}", costs.packing_problem(stage.first, stage.stop, stage.cores))
         for s, stage in enumerate(stages)
     ]
+    records = [audit_packing(stage, model, name, target.name) for name, stage in problems]
+    return records, [packing_bounds(stage, name) for name, stage in problems]
 
 
 def render_quantization(details: Sequence[PartitionDetails]) -> str:

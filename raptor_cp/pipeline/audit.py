@@ -21,13 +21,14 @@ bound, or one side proves infeasible what the other solved.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from raptor_cp.audit import AuditRecord
 from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.heuristics.ordered_packing import demand_lower_bound
-from raptor_cp.heuristics.stage_packing import pack_stage
+from raptor_cp.heuristics.stage_packing import cores_needed, pack_stage
 from raptor_cp.pipeline_problems import (
     PackingProblem,
     PartitionProblem,
@@ -64,6 +65,80 @@ class PartitionDetails:
             "exact_dp_objective_ns": self.exact_dp_objective,
             "quantization_loss_ns": self.quantization_loss,
         }
+
+
+@dataclass(frozen=True)
+class PackingBounds:
+    """What the packing audit adds to its record: the stage's lower bounds.
+
+    On cores (every packing of the stage holds one copy of each distinct weight,
+    a bin packing of their sizes): ``cores_l1`` the slot total over the capacity,
+    ``cores_l2`` Martello-Toth L2, ``cores_dff`` the Fekete-Schepers bound,
+    ``cores_lp`` the rounded arc-flow LP bound (None if the LP solve failed) and
+    ``cores_needed`` the one the packers use (`cores_needed`, without the LP). On
+    the demand: ``demand_ns`` (`demand_lower_bound`).
+    """
+
+    instance: str
+    cores: int
+    weights: int
+    cores_l1: int
+    cores_l2: int
+    cores_dff: int
+    cores_lp: int | None
+    cores_needed: int
+    demand_ns: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "instance": self.instance,
+            "cores": self.cores,
+            "weights": self.weights,
+            "cores_l1": self.cores_l1,
+            "cores_l2": self.cores_l2,
+            "cores_dff": self.cores_dff,
+            "cores_lp": self.cores_lp,
+            "cores_needed": self.cores_needed,
+            "demand_bound_ns": self.demand_ns,
+        }
+
+
+def packing_bounds(problem: PackingProblem, name: str) -> PackingBounds:
+    """The `PackingBounds` of ``problem`` (capacity 0 holds only empty weight sets)."""
+    from raptor_cp.heuristics.packing_bounds import bin_bounds
+    from raptor_cp.models.arc_flow import arc_flow_graph, arc_flow_lp_bound
+
+    used = sorted({w for weights in problem.task_weights for w in weights})
+    sizes = [problem.weight_size[w] for w in used if problem.weight_size[w] > 0]
+    bounds = bin_bounds(sizes, max(problem.capacity, 1))
+    lp = arc_flow_lp_bound(arc_flow_graph(sizes, max(problem.capacity, 1)))
+    return PackingBounds(
+        instance=name,
+        cores=problem.cores,
+        weights=len(used),
+        cores_l1=bounds.l1,
+        cores_l2=bounds.l2,
+        cores_dff=bounds.dff,
+        cores_lp=lp,
+        cores_needed=cores_needed(problem),
+        demand_ns=demand_lower_bound(problem),
+    )
+
+
+def render_packing_bounds(details: Sequence[PackingBounds]) -> str:
+    """The packing audit's second table: each stage's lower bounds on cores and demand."""
+    lines = [
+        "| instance | cores | weights | cores L1 | cores L2 | cores DFF | cores LP "
+        "| cores needed | demand bound ns |",
+        "|" + "---|" * 9,
+    ]
+    for d in details:
+        cells = [
+            d.instance, d.cores, d.weights, d.cores_l1, d.cores_l2, d.cores_dff,
+            d.cores_lp, d.cores_needed, d.demand_ns,
+        ]  # fmt: skip
+        lines.append("| " + " | ".join("—" if c is None else str(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def packing_size(problem: PackingProblem) -> int:
