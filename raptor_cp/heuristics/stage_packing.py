@@ -45,7 +45,8 @@ most loaded core and 1-3 random others and put their tasks back greedily (the
 recreate rule of a move: random order by weight set or by load; each task on the group's
 fitting core with the least demand after it, or with the fewest new slots); keep
 the move when the group's (largest demand, sum of squared demands) does not grow,
-else undo it (``random.Random(0)``: deterministic). A kept move is followed by one
+else undo it (``random.Random(0)``: deterministic); stop early after
+``RECREATE_PATIENCE`` (16) moves in a row that lower nothing. A kept move is followed by one
 more bottleneck descent. On the 60 ResNet-18 stage problems of
 ``benchmarks/bench_binpacking.py shared`` it turned 3 of the 13 cases where the
 descent ended above CP-SAT's answer into ties (256 moves: 5, at 3.6 times the time).
@@ -93,6 +94,8 @@ REBALANCE_CHECK_BUDGET = 1 << 20
 """(task, core) move evaluations one rebalance may spend."""
 RECREATE_MOVES = 64
 """Ruin-and-recreate moves tried on the winning candidate."""
+RECREATE_PATIENCE = 16
+"""Ruin and recreate stops after this many moves in a row that improve nothing."""
 
 
 def cores_needed(problem: PackingProblem) -> int:
@@ -388,12 +391,13 @@ class _Assignment:
         of the group with the least demand after it (ties: fewest new slots), or,
         half of the time, the fewest new slots first. A move is kept when the
         group's (largest demand, sum of squared demands) does not grow; otherwise it
-        is undone. Stops at ``bound``. Returns the number of moves kept.
+        is undone. Stops at ``bound`` or after ``RECREATE_PATIENCE`` moves in a row
+        that do not lower that key. Returns the number of moves kept.
         """
         cores = self.used.shape[0]
-        kept = 0
+        kept = idle = 0
         for _ in range(moves):
-            if cores < 2 or int(self.demand.max()) <= bound:
+            if cores < 2 or int(self.demand.max()) <= bound or idle >= RECREATE_PATIENCE:
                 break
             p = int(np.argmax(self.demand))
             others = [q for q in range(cores) if q != p]
@@ -416,9 +420,12 @@ class _Assignment:
                     break
                 self.place(t, q)
                 placed.append(t)
-            if len(placed) == len(tasks) and self._group_key(group) <= before:
+            after = self._group_key(group) if len(placed) == len(tasks) else None
+            if after is not None and after <= before:
                 kept += 1
+                idle = 0 if after < before else idle + 1
                 continue
+            idle += 1
             for t in placed:
                 self.remove(t)
             for t, q in original:
