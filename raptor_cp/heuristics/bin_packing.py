@@ -12,7 +12,7 @@ first and stops as soon as one meets a lower bound (`raptor_cp.heuristics.packin
    subset-sum over the ``MBS_POOL`` largest items that fit, on a bitset (one
    big-integer shift-or per item), stopping at the first exact fill; among subsets
    of equal fill it takes the largest items, as MBS's lexicographic search does.
-   ``O(n MBS_POOL)`` big-integer operations. Then the DFF bound is computed; stop
+   ``O(n MBS_POOL)`` big-integer operations plus ``O(n B)`` list work for ``B`` bins. Then the DFF bound is computed; stop
    if the better of the two packings meets it.
 3. **Large-neighbourhood search** from that packing: repeatedly take the least
    filled bin ``E`` and ``k`` other bins (``k`` uniform in ``1..LNS_GROUP``; each
