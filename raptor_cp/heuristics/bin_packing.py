@@ -12,8 +12,9 @@ first and stops as soon as one meets a lower bound (`raptor_cp.heuristics.packin
    subset-sum over the ``MBS_POOL`` largest items that fit, on a bitset (one
    big-integer shift-or per item), stopping at the first exact fill; among subsets
    of equal fill it takes the largest items, as MBS's lexicographic search does.
-   ``O(n MBS_POOL)`` big-integer operations plus ``O(n B)`` list work for ``B`` bins. Then the DFF bound is computed; stop
-   if the better of the two packings meets it.
+   ``O(n MBS_POOL)`` big-integer operations plus ``O(n B)`` list work for ``B``
+   bins. Then the DFF bound is computed; stop if the better of the two packings
+   meets it.
 3. **Large-neighbourhood search** from that packing: repeatedly take the least
    filled bin ``E`` and ``k`` other bins (``k`` uniform in ``1..LNS_GROUP``; each
    drawn, with probability 1/2, from the bins that are not full), pool their
@@ -63,7 +64,8 @@ from raptor_cp.errors import InvalidInstanceError
 from raptor_cp.heuristics.packing_bounds import dff_bound, martello_toth_l2
 
 DEFAULT_EFFORT = 128
-"""Work units per item the neighbourhood search may spend."""
+"""Work units per item the neighbourhood search may spend (on the 1,335 benchmark
+instances: 64 solved 1,195 to 1,211 depending on the seed, 128 solved 1,243)."""
 MBS_POOL = 64
 """Largest remaining items MBS' considers for one bin's subset-sum."""
 LNS_GROUP = 8
