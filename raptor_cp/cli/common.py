@@ -2,17 +2,26 @@
 
 Every user mistake surfaces as a `RaptorError`; `RaptorGroup` prints it as one
 ``error: ...`` line on stderr and exits with status 2 (click's usage errors exit
-2 as well). Commands import heavy modules (onnx, ortools, matplotlib) inside
-their functions so that ``raptor-cp --help`` stays fast; this module imports
-only click, the errors and the target registry.
+2 as well). Anything else is a bug in raptor-cp: it becomes one ``error:
+internal error: ...`` line with a request to report it and exit status 3
+(``raptor-cp --debug`` shows the traceback instead). SIGTERM, what ``timeout``
+and CI runners send, unwinds like Ctrl-C, so staged output is cleaned up;
+the command then exits with 143 (128 + SIGTERM).
+
+Commands import heavy modules (onnx, ortools, matplotlib) inside their
+functions so that ``raptor-cp --help`` stays fast; this module imports only
+click, the errors and the target registry.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 import click
 
@@ -37,17 +46,80 @@ def one_line(message: str) -> str:
     return " ".join(message.split())
 
 
+INTERNAL_ERROR_STATUS = 3
+"""Exit status of a bug in raptor-cp (an exception that is not a user mistake)."""
+REPORT_URL = "https://github.com/raptor-cp/raptor-cp/issues"
+"""Where the internal-error line asks users to report a bug."""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds the stack like `KeyboardInterrupt`, so staged files go."""
+
+
+class InternalError(click.ClickException):
+    """A bug in raptor-cp: one ``error: internal error: ...`` line, exit status 3."""
+
+    exit_code = INTERNAL_ERROR_STATUS
+
+    def show(self, file: object = None) -> None:
+        click.echo(f"error: internal error: {self.format_message()}", err=True)
+
+
 class RaptorGroup(click.Group):
-    """A command group that turns `RaptorError` and `OSError` into `UserError`."""
+    """A command group that turns every exception into one ``error:`` line and an exit status.
+
+    `RaptorError` and `OSError` (an unwritable ``--out``, say) are user mistakes:
+    `UserError`, status 2. Any other exception is a bug:
+    `InternalError`, status 3, unless the group's ``--debug`` flag asks for the
+    traceback. SIGTERM raises `Terminated` while the command runs.
+    """
 
     def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except RaptorError as error:
-            raise UserError(one_line(str(error))) from None
-        except OSError as error:
-            where = f"{error.filename}: " if error.filename else ""
-            raise UserError(one_line(where + (error.strerror or str(error)))) from None
+        with _sigterm_unwinds():
+            try:
+                return super().invoke(ctx)
+            except Terminated:
+                ctx.exit(128 + signal.SIGTERM)
+            except (click.ClickException, click.exceptions.Exit, click.Abort):
+                raise
+            except RaptorError as error:
+                raise UserError(one_line(str(error))) from None
+            except OSError as error:
+                where = f"{error.filename}: " if error.filename else ""
+                raise UserError(one_line(where + (error.strerror or str(error)))) from None
+            except Exception as error:
+                if ctx.params.get("debug"):
+                    raise
+                raise InternalError(internal_error_message(error)) from None
+        return None  # unreachable: ctx.exit raises
+
+
+def internal_error_message(error: Exception) -> str:
+    """The one-line text of a bug report request for ``error`` (no traceback)."""
+    what = one_line(f"{type(error).__name__}: {error}")
+    if len(what) > 300:
+        what = what[:297] + "..."
+    return (
+        f"{what}. This is a bug in raptor-cp: please report it with the command line at "
+        f"{REPORT_URL} (raptor-cp --debug ... shows the traceback)"
+    )
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """Turn SIGTERM into `Terminated` inside the block (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class Reporter:

@@ -130,7 +130,11 @@ def compile_command(
     reports/pipeline_selection.json instead (see docs/cli.md).
     """
     from raptor_cp.flows import ExchangeNotAdmittedError, compile
-    from raptor_cp.reports.compile_output import write_admission_failure, write_compile_output
+    from raptor_cp.reports.compile_output import (
+        check_output,
+        write_admission_failure,
+        write_compile_output,
+    )
 
     depth = _pipeline_depth(click.get_current_context(), mode, pipeline, plot)
     if depth is not None and exchange_budget is not None:
@@ -145,6 +149,7 @@ def compile_command(
             exchange_schedule_finalists,
             fragment_limit,
         )
+    check_output(out)
     progress = Reporter(quiet=as_json)
     with model_path(model, example) as path:
         try:
