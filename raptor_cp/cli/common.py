@@ -6,7 +6,7 @@ Every user mistake surfaces as a `RaptorError`; `RaptorGroup` prints it as one
 internal error: ...`` line with a request to report it and exit status 3
 (``raptor-cp --debug`` shows the traceback instead). SIGTERM, what ``timeout``
 and CI runners send, unwinds like Ctrl-C, so staged output is cleaned up;
-the command then exits with 143 (128 + SIGTERM).
+the command then exits with 143 (128 + SIGTERM), or 130 after Ctrl-C.
 
 Commands import heavy modules (onnx, ortools, matplotlib) inside their
 functions so that ``raptor-cp --help`` stays fast; this module imports only
@@ -80,6 +80,8 @@ class RaptorGroup(click.Group):
                 return super().invoke(ctx)
             except Terminated:
                 ctx.exit(128 + signal.SIGTERM)
+            except KeyboardInterrupt:
+                ctx.exit(128 + signal.SIGINT)
             except (click.ClickException, click.exceptions.Exit, click.Abort):
                 raise
             except RaptorError as error:
