@@ -70,7 +70,15 @@ class Prepared:
     target: SchedulingTarget
     graph: ComputeGraph
     lanes: int
-    """Lanes per operation the graph was lowered with."""
+    """Lanes per operation the graph was lowered with (``--lanes`` capped at the rows of
+    the tallest operation, beyond which more lanes change nothing)."""
+    notes: tuple[str, ...] = ()
+    """What lowering adjusted (a capped ``--lanes``), reported like target warnings."""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The target's warnings, then `notes`: what the user should know about this run."""
+        return (*self.target.warnings, *self.notes)
 
     @property
     def model(self) -> str:
@@ -83,12 +91,14 @@ def lower(
 ) -> tuple[ComputeGraph, int]:
     """Lower ``workload`` onto ``target`` with ``lanes`` (default: chosen for the pair).
 
-    Returns the graph and the lane count used.
+    Returns the graph and the lane count used: ``lanes`` capped at
+    `raptor_cp.workload.lowering.max_lanes` (more lanes give the same graph).
     """
-    from raptor_cp.workload.lowering import default_lanes
+    from raptor_cp.workload.lowering import default_lanes, max_lanes
     from raptor_cp.workload.lowering import lower as lower_graph
 
     lanes_used = lanes if lanes is not None else default_lanes(workload, target)
+    lanes_used = min(lanes_used, max_lanes(workload))
     return lower_graph(workload, target, lanes=lanes_used), lanes_used
 
 
@@ -112,12 +122,26 @@ def prepare(
     for warning in target_obj.warnings:
         progress("warning", warning)
     graph, lanes_used = lower(workload, target_obj, lanes)
+    notes: tuple[str, ...] = ()
+    if lanes is not None and lanes > lanes_used:
+        from raptor_cp.workload.lowering import LANED_KINDS
+
+        laned = any(op.kind in LANED_KINDS for op in workload.operations)
+        notes = (
+            f"--lanes {lanes} capped at {lanes_used}: {workload.name}'s tallest operation has "
+            f"{lanes_used} row{'s' * (lanes_used != 1)}, so more lanes give the same graph"
+            if laned
+            else f"--lanes {lanes} has no effect: {workload.name} is a task graph (no rows to "
+            "split); it is lowered with 1 lane",
+        )
     progress(
         "lower",
-        f"{graph.num_tasks} tasks, {graph.num_edges} edges, {lanes_used} lanes on "
-        f"{target_obj.name}",
+        f"{graph.num_tasks} tasks, {graph.num_edges} edges, {lanes_used} "
+        f"lane{'s' * (lanes_used != 1)} on {target_obj.name}",
     )
-    return Prepared(workload, target_obj, graph, lanes_used)
+    for note in notes:
+        progress("warning", note)
+    return Prepared(workload, target_obj, graph, lanes_used, notes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,7 +178,7 @@ class LatencyResult:
             "makespan_ns": self.makespan_ns,
             "lower_bound_ns": self.bounds.makespan_ns,
             "lanes": self.prepared.lanes,
-            "warnings": list(target.warnings),
+            "warnings": list(self.prepared.warnings),
         }
         if self.exchange is not None:
             summary["exchange"] = self.exchange.summary()
@@ -200,7 +224,7 @@ class PipelineResult:
             "interval": plan.estimate.to_json(),
             "lower_bound_ns": interval_lower_bound(self.problem.graph, target)["interval_ns"],
             "lanes": self.prepared.lanes,
-            "warnings": list(target.warnings),
+            "warnings": list(self.prepared.warnings),
         }
 
 

@@ -138,13 +138,15 @@ class Reporter:
         self.last = time.perf_counter()
 
     def __call__(self, phase: str, detail: str) -> None:
+        if phase == "warning":  # not a phase: the next phase's time still runs
+            if not self.quiet:
+                click.echo(f"warning: {detail}", err=True)
+            return
         now = time.perf_counter()
         elapsed, self.last = now - self.last, now
         if self.quiet:
             return
-        if phase == "warning":
-            click.echo(f"warning: {detail}", err=True)
-        elif phase == "audit-start":
+        if phase == "audit-start":
             click.echo(f"{detail} ... ", err=True, nl=False)
         elif phase == "audit":
             click.echo(f"{detail}, {elapsed:.2f} s", err=True)

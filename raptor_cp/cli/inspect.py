@@ -35,7 +35,7 @@ def inspect_command(
     with model_path(model, example=False) as path:
         prepared = prepare(path, target, lanes=lanes, bits=bits)
     if not as_json:
-        for warning in prepared.target.warnings:
+        for warning in prepared.warnings:
             Reporter(quiet=False)("warning", warning)
     report = inspection(prepared, lower_bounds(prepared.graph, prepared.target))
     if as_json:

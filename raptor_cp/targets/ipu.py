@@ -260,6 +260,15 @@ class IpuTarget:
         """Every pair of distinct tiles costs the same; 0 on a one-tile chip."""
         return 0 if self.chip.tiles == 1 else self.superstep_ns(0, nbytes)
 
+    def max_transfer_ns(self, nbytes: int) -> int:
+        """Every pair of distinct tiles costs the same."""
+        return self.mean_transfer_ns(nbytes)
+
+    @property
+    def uniform_transfers(self) -> bool:
+        """True: the exchange is all-to-all."""
+        return True
+
     def global_read_ns(self, nbytes: int) -> int:
         """0: model inputs are taken to be in tile SRAM (streaming memory is not modelled)."""
         return 0

@@ -22,6 +22,7 @@ from typing import Any
 
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.files import read_json
+from raptor_cp.limits import MAX_INTEGER, integer_text
 from raptor_cp.toposort import CycleFound, order_from_predecessors
 from raptor_cp.workload.model import ALL_ROWS, Operation, OpKind, Workload
 
@@ -137,6 +138,8 @@ def _describe(value: Any) -> str:
         return "an object"
     if isinstance(value, list):
         return "an array"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return integer_text(value)
     text = json.dumps(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -164,6 +167,9 @@ def _explain(error: Any) -> tuple[str, str]:
         return path, f"expected {_ARTICLE_TYPE[value]}, got {_describe(instance)}"
     if rule == "minimum":
         return path, f"expected an integer >= {value}, got {_describe(instance)}"
+    if rule == "maximum":
+        limit = "2^53" if value == MAX_INTEGER else str(value)
+        return path, f"expected an integer <= {limit}, got {_describe(instance)}"
     if rule == "minLength":
         return path, "expected a non-empty string"
     if rule == "minItems":
