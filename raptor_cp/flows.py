@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from raptor_cp.bounds import LowerBounds, interval_lower_bound, lower_bounds
-from raptor_cp.errors import NotFoundWithinBudgetError, ProvedInfeasibleError
+from raptor_cp.errors import InvalidInputError, NotFoundWithinBudgetError, ProvedInfeasibleError
 from raptor_cp.evaluation import Evaluation, evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems import (
@@ -93,13 +93,23 @@ def lower(
 
     Returns the graph and the lane count used: ``lanes`` capped at
     `raptor_cp.workload.lowering.max_lanes` (more lanes give the same graph).
+    Raises `InvalidInputError` when the graph has no task: an empty model (or
+    one of views only) has nothing to schedule, and "0 tasks, exit 0" would hide it.
     """
     from raptor_cp.workload.lowering import default_lanes, max_lanes
     from raptor_cp.workload.lowering import lower as lower_graph
 
     lanes_used = lanes if lanes is not None else default_lanes(workload, target)
     lanes_used = min(lanes_used, max_lanes(workload))
-    return lower_graph(workload, target, lanes=lanes_used), lanes_used
+    graph = lower_graph(workload, target, lanes=lanes_used)
+    if graph.num_tasks == 0:
+        kinds = sorted({op.kind.value for op in workload.operations})
+        has = f"only {', '.join(kinds)} operations" if kinds else "no operations"
+        raise InvalidInputError(
+            f"{workload.source or workload.name}: nothing to schedule: the model has {has}, "
+            "which lower to no task"
+        )
+    return graph, lanes_used
 
 
 def prepare(

@@ -15,6 +15,7 @@ click, the errors and the target registry.
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 import time
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -65,19 +67,43 @@ class InternalError(click.ClickException):
         click.echo(f"error: internal error: {self.format_message()}", err=True)
 
 
+_NO_ARGS_IS_HELP: tuple[type[Exception], ...] = tuple(
+    getattr(click.exceptions, name)
+    for name in ("NoArgsIsHelpError",)
+    if hasattr(click.exceptions, name)
+)
+
+
 class RaptorGroup(click.Group):
     """A command group that turns every exception into one ``error:`` line and an exit status.
 
-    `RaptorError` and `OSError` (an unwritable ``--out``, say) are user mistakes:
-    `UserError`, status 2. Any other exception is a bug:
+    Click's usage errors (an unknown option, a bad value), `RaptorError` and
+    `OSError` (an unwritable ``--out``, say) are user mistakes: `UserError`,
+    status 2. Any other exception is a bug:
     `InternalError`, status 3, unless the group's ``--debug`` flag asks for the
     traceback. SIGTERM raises `Terminated` while the command runs.
     """
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except _NO_ARGS_IS_HELP:
+            raise  # bare ``raptor-cp``: click prints the help
+        except click.UsageError as error:
+            raise usage_line(error) from None
 
     def invoke(self, ctx: click.Context) -> object:
         with _sigterm_unwinds():
             try:
                 return super().invoke(ctx)
+            except click.UsageError as error:
+                raise usage_line(error) from None
             except Terminated:
                 ctx.exit(128 + signal.SIGTERM)
             except KeyboardInterrupt:
@@ -94,6 +120,12 @@ class RaptorGroup(click.Group):
                     raise
                 raise InternalError(internal_error_message(error)) from None
         return None  # unreachable: ctx.exit raises
+
+
+def usage_line(error: click.UsageError) -> UserError:
+    """A command-line mistake as one ``error:`` line pointing at the command's help."""
+    where = f" (see {error.ctx.command_path} --help)" if error.ctx is not None else ""
+    return UserError(one_line(error.format_message()).rstrip(".") + where)
 
 
 def internal_error_message(error: Exception) -> str:
@@ -154,6 +186,28 @@ class Reporter:
             click.echo(f"{phase:<9}{elapsed:7.2f} s  {detail}", err=True)
 
 
+class PositiveFinite(click.ParamType):
+    """A float ``> 0`` that is finite: ``nan`` and ``inf`` are rejected (a budget must end)."""
+
+    name = "positive number"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not (math.isfinite(number) and number > 0):
+            self.fail(f"{value!r} is not a positive finite number", param, ctx)
+        return number
+
+
+MAX_WORKERS = 256
+"""Most CP-SAT workers ``--workers`` accepts."""
+MAX_BITS = 64
+"""Widest precision ``--bits`` accepts."""
+
 model_argument = click.argument("model", required=False, type=click.Path(path_type=Path))
 target_option = click.option(
     "--target",
@@ -168,7 +222,9 @@ lanes_option = click.option(
     help="Lanes (output-row chunks) per operation; default: chosen per model and target.",
 )
 bits_option = click.option(
-    "--bits", type=click.IntRange(min=1), help="Activation/weight precision (default: the model's)."
+    "--bits",
+    type=click.IntRange(min=1, max=MAX_BITS),
+    help="Activation/weight precision in bits, 1..64 (default: the model's).",
 )
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object on stdout and nothing else."

@@ -16,7 +16,15 @@ from pathlib import Path
 
 import click
 
-from raptor_cp.cli.common import Reporter, bits_option, json_option, lanes_option, target_option
+from raptor_cp.cli.common import (
+    MAX_WORKERS,
+    PositiveFinite,
+    Reporter,
+    bits_option,
+    json_option,
+    lanes_option,
+    target_option,
+)
 from raptor_cp.flows import DEFAULT_PIPELINE_DEPTH, DEFAULT_SCHEDULER
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.solvers import methods
@@ -51,7 +59,7 @@ from raptor_cp.solvers import methods
 )
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
+    type=PositiveFinite(),
     default=10.0,
     show_default=True,
     help="CP-SAT budget per instance, in deterministic-time units (not wall seconds).",
@@ -59,7 +67,11 @@ from raptor_cp.solvers import methods
 @lanes_option
 @bits_option
 @click.option(
-    "--workers", type=click.IntRange(min=1), default=8, show_default=True, help="CP-SAT workers."
+    "--workers",
+    type=click.IntRange(min=1, max=MAX_WORKERS),
+    default=8,
+    show_default=True,
+    help=f"CP-SAT workers, 1..{MAX_WORKERS}.",
 )
 @json_option
 @click.option("--out", type=click.Path(path_type=Path), help="Also write the report to this file.")
