@@ -37,7 +37,7 @@ from raptor_cp.problems import (
     Status,
     check,
 )
-from raptor_cp.reports.output import format_ns
+from raptor_cp.reports.output import count, format_ns
 from raptor_cp.solvers import solve
 from raptor_cp.targets.base import SchedulingTarget
 from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target
@@ -128,7 +128,7 @@ def prepare(
 
     workload = model if isinstance(model, Workload) else load_workload(model, bits=bits)
     target_obj = resolve_target(target) if isinstance(target, str) else target
-    progress("load", f"{workload.name}: {len(workload.operations)} operations")
+    progress("load", f"{workload.name}: {count(len(workload.operations), 'operation')}")
     for warning in target_obj.warnings:
         progress("warning", warning)
     graph, lanes_used = lower(workload, target_obj, lanes)
@@ -146,8 +146,8 @@ def prepare(
         )
     progress(
         "lower",
-        f"{graph.num_tasks} tasks, {graph.num_edges} edges, {lanes_used} "
-        f"lane{'s' * (lanes_used != 1)} on {target_obj.name}",
+        f"{count(graph.num_tasks, 'task')}, {count(graph.num_edges, 'edge')}, "
+        f"{count(lanes_used, 'lane')} on {target_obj.name}",
     )
     for note in notes:
         progress("warning", note)
@@ -307,7 +307,7 @@ def compile_pipeline(
         raise NotFoundWithinBudgetError(f"{prepared.model}: no pipeline schedule found")
     progress(
         "partition",
-        f"{len(plan.stages)} stages, core budgets {list(plan.budgets)} "
+        f"{count(len(plan.stages), 'stage')}, core budgets {list(plan.budgets)} "
         f"({selection.partition.solver}: {selection.partition.status.value})",
     )
     check(problem, solution)
@@ -413,7 +413,7 @@ def compile_exchange(
     progress(
         "admit",
         f"{len(state.expanded)} expanded, {placed} placed, {encoded} encoded exactly, "
-        f"{len(state.attempts)} attempt(s)"
+        f"{count(len(state.attempts), 'attempt')}"
         + (", exhaustive fallback" if state.exhaustion else "")
         + (f", {skipped} kept from encoding by the fragment limit" if skipped else "")
         + f"; admission {time.perf_counter() - began:.1f} s",

@@ -78,7 +78,7 @@ def test_memory_follows_the_arcs_not_the_declared_node_count() -> None:
             "x.d:2: transit time 9007199254740993 is outside the accepted range 0..2^53",
         ),
         ("p g 2 1\na 1 2 3 1\na 2 1 3 1\n", "x.d:3: more arcs than the 1 announced"),
-        ("p g 2 2\na 1 2 3 1\n", "x.d: 1 arcs but the 'p' line announces 2"),
+        ("p g 2 2\na 1 2 3 1\n", "x.d: 1 arc but the 'p' line announces 2"),
         ("p g 2 1\ne 1 2\n", "x.d:2: expected a 'c', 'p' or 'a' line, got 'e 1 2'"),
         ("c only a comment\n", "x.d: no 'p <name> <n> <m>' line"),
     ],

@@ -32,7 +32,7 @@ from raptor_cp.audit.record import AuditRecord
 from raptor_cp.errors import InvalidInputError, NotFoundWithinBudgetError
 from raptor_cp.flows import DEFAULT_PIPELINE_DEPTH, DEFAULT_SCHEDULER, Progress, lower
 from raptor_cp.problems import LatencyProblem, PartitionProblem
-from raptor_cp.reports.output import format_ns
+from raptor_cp.reports.output import count, format_ns
 from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target
 
 if TYPE_CHECKING:
@@ -207,7 +207,8 @@ def _audit_latency(
     exact = CpSatLatencyModel(SolveSettings(settings.time_limit_s, settings.workers))
     records = []
     for i, (name, problem) in enumerate(instances, start=1):
-        progress("audit-start", f"[{i}/{len(instances)}] {name}: {problem.graph.num_tasks} tasks")
+        tasks = count(problem.graph.num_tasks, "task")
+        progress("audit-start", f"[{i}/{len(instances)}] {name}: {tasks}")
         record = audit_latency(problem, heuristic, exact, name)
         progress("audit", outcome(record))
         records.append(record)
@@ -249,7 +250,7 @@ def _audit_pipeline(
     details: list[PartitionDetails] = []
     for i, instance in enumerate(instances, start=1):
         groups = instance.problem.num_groups
-        progress("audit-start", f"[{i}/{len(instances)}] {instance.name}: {groups} groups")
+        progress("audit-start", f"[{i}/{len(instances)}] {instance.name}: {count(groups, 'group')}")
         if settings.mode == "pipeline":
             record, detail = _audit_partition(instance, settings, target)
             records.append(record)
@@ -258,7 +259,7 @@ def _audit_pipeline(
         else:
             stage_records = _audit_stages(instance, settings, target)
             records.extend(stage_records)
-            outcomes = [f"{len(stage_records)} stages"] + [outcome(r) for r in stage_records]
+            outcomes = [count(len(stage_records), "stage")] + [outcome(r) for r in stage_records]
         progress("audit", "; ".join(outcomes))
     return records, details
 

@@ -73,7 +73,9 @@ def parse_dasdan(text: str, where: str) -> DasdanGraph:
         raise InvalidInputError(f"{where}: no 'p <name> <n> <m>' line")
     name, _, arcs = header
     if len(rows) != arcs:
-        raise InvalidInputError(f"{where}: {len(rows)} arcs but the 'p' line announces {arcs}")
+        raise InvalidInputError(
+            f"{where}: {len(rows)} arc{'s' * (len(rows) != 1)} but the 'p' line announces {arcs}"
+        )
     node_ids = sorted({end for u, v, _, _ in rows for end in (u, v)})
     index = {node: i for i, node in enumerate(node_ids)}
     edges = [(index[u], index[v], w, d) for u, v, w, d in rows]

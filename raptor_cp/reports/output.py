@@ -40,6 +40,15 @@ def format_ns(ns: int) -> str:
     return f"{value:.{decimals}f} {unit}"
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1.
+
+    >>> count(1, "stage"), count(3, "stage"), count(1, "dependency", "dependencies")
+    ('1 stage', '3 stages', '1 dependency')
+    """
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def dumps(value: object, inline_depth: int = 2) -> str:
     """Render ``value`` as JSON text with sorted keys, ending in a newline.
 

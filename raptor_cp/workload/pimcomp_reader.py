@@ -39,7 +39,7 @@ from typing import Any
 
 from raptor_cp.errors import InvalidInputError, UnsupportedOperatorError
 from raptor_cp.files import read_json
-from raptor_cp.toposort import CycleFound, order_from_predecessors
+from raptor_cp.toposort import CycleFound, cycle_text, order_from_predecessors
 from raptor_cp.workload.model import (
     ALL_ROWS,
     SAME_ROWS,
@@ -152,10 +152,8 @@ def pimcomp_workload(document: Any, source: str, bits: int | None = None) -> Wor
     try:
         order = order_from_predecessors(predecessors)
     except CycleFound as found:
-        names = [nodes[i].name for i in [*found.cycle, found.cycle[0]]]
-        raise InvalidInputError(
-            f"{source}: dependency cycle through nodes {' -> '.join(map(repr, names))}"
-        ) from None
+        names = cycle_text([nodes[i].name for i in found.cycle])
+        raise InvalidInputError(f"{source}: dependency cycle through nodes {names}") from None
 
     shapes: dict[str, tuple[int, ...]] = {}
     static: set[str] = set()

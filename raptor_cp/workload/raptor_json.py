@@ -23,7 +23,7 @@ from typing import Any
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.files import read_json
 from raptor_cp.limits import MAX_INTEGER, integer_text
-from raptor_cp.toposort import CycleFound, order_from_predecessors
+from raptor_cp.toposort import CycleFound, cycle_text, order_from_predecessors
 from raptor_cp.workload.model import ALL_ROWS, Operation, OpKind, Workload
 
 FORMAT = "raptor-graph"
@@ -73,10 +73,8 @@ def raptor_graph_workload(document: Any, source: str) -> Workload:
     try:
         order = order_from_predecessors([[index_of[src] for src, _ in edges] for edges in incoming])
     except CycleFound as found:
-        names = [tasks[i]["name"] for i in [*found.cycle, found.cycle[0]]]
-        raise InvalidInputError(
-            f"{source}: dependency cycle through tasks {' -> '.join(map(repr, names))}"
-        ) from None
+        names = cycle_text([tasks[i]["name"] for i in found.cycle])
+        raise InvalidInputError(f"{source}: dependency cycle through tasks {names}") from None
     operations = tuple(
         Operation(
             name=tasks[i]["name"],

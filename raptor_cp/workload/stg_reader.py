@@ -24,7 +24,7 @@ from pathlib import Path
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.files import read_text
 from raptor_cp.limits import MAX_INTEGER, integer_text
-from raptor_cp.toposort import CycleFound, order_from_predecessors
+from raptor_cp.toposort import CycleFound, cycle_text, order_from_predecessors
 from raptor_cp.workload.model import ALL_ROWS, Operation, OpKind, Workload
 
 
@@ -111,7 +111,7 @@ def read_stg(path: str | Path) -> Workload:
     try:
         order = order_from_predecessors(predecessors)
     except CycleFound as found:
-        ids = " -> ".join(str(t) for t in [*found.cycle, found.cycle[0]])
+        ids = cycle_text([str(t) for t in found.cycle], render=str)
         raise InvalidInputError(
             f"{source}: line {line_of[found.cycle[0]]}: dependency cycle through tasks {ids}"
         ) from None
