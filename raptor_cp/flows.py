@@ -23,10 +23,15 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from raptor_cp.bounds import LowerBounds, interval_lower_bound, lower_bounds
-from raptor_cp.errors import InvalidInputError, NotFoundWithinBudgetError, ProvedInfeasibleError
+from raptor_cp.errors import (
+    InvalidInputError,
+    NotFoundWithinBudgetError,
+    ProvedInfeasibleError,
+    RaptorError,
+)
 from raptor_cp.evaluation import Evaluation, evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems import (
@@ -40,7 +45,7 @@ from raptor_cp.problems import (
 from raptor_cp.reports.output import count, format_ns
 from raptor_cp.solvers import solve
 from raptor_cp.targets.base import SchedulingTarget
-from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target
+from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target, scale_target
 from raptor_cp.workload.model import Workload
 
 if TYPE_CHECKING:
@@ -118,16 +123,21 @@ def prepare(
     *,
     lanes: int | None = None,
     bits: int | None = None,
+    cores: int | None = None,
     progress: Progress = _quiet,
 ) -> Prepared:
     """Load ``model`` (a path or a `Workload`), resolve ``target`` and lower one onto the other.
 
-    Raises `RaptorError` subclasses for a bad file, target or lane count.
+    ``cores`` scales the target to that many cores (``--cores``,
+    `raptor_cp.targets.registry.scale_target`). Raises `RaptorError` subclasses
+    for a bad file, target or lane count.
     """
     from raptor_cp.workload.load import load_workload
 
     workload = model if isinstance(model, Workload) else load_workload(model, bits=bits)
     target_obj = resolve_target(target) if isinstance(target, str) else target
+    if cores is not None:
+        target_obj = scale_target(target_obj, cores)
     progress("load", f"{workload.name}: {count(len(workload.operations), 'operation')}")
     for warning in target_obj.warnings:
         progress("warning", warning)
@@ -240,6 +250,46 @@ class PipelineResult:
 
 CompileResult = LatencyResult | PipelineResult
 
+_Problem = TypeVar("_Problem", LatencyProblem, PipelineProblem)
+
+
+def _with_advice(prepared: Prepared, state: Callable[[], _Problem]) -> _Problem:
+    """``state()``, with `capacity_advice` added to a proof that the weights exceed the chip."""
+    try:
+        return state()
+    except ProvedInfeasibleError as error:
+        raise ProvedInfeasibleError(f"{error}; {capacity_advice(prepared)}") from None
+
+
+def capacity_advice(prepared: Prepared) -> str:
+    """What to do when one copy of the model's weights exceeds the target.
+
+    Names the presets whose chip holds the model (each checked by lowering it
+    with one lane, which does not change its weights, and stating the latency
+    problem: ``O(presets x lowering)``, a fraction of a second for VGG-16) and
+    the ``--cores`` that would give this target enough slots.
+    """
+    from raptor_cp.targets.registry import preset_names
+
+    fitting = []
+    for name in preset_names():
+        if name == prepared.target.name:
+            continue
+        try:
+            target = resolve_target(name)
+            graph, _ = lower(prepared.workload, target, 1)
+            LatencyProblem(graph, target)
+        except RaptorError:
+            continue
+        fitting.append(name)
+    holders = f"presets that hold it: {', '.join(fitting)}" if fitting else "no preset holds it"
+    target = prepared.target
+    largest = max(target.capacity(p) for p in range(target.cores))
+    needed = -(-prepared.graph.distinct_weight_slots() // largest)
+    if not hasattr(target, "with_cores"):
+        return holders
+    return f"{holders}; or give the target more cores: --cores {needed} or more"
+
 
 def compile_latency(
     prepared: Prepared,
@@ -259,7 +309,7 @@ def compile_latency(
     NotFoundWithinBudgetError
         When the scheduler's bounded search found no schedule.
     """
-    problem = LatencyProblem(prepared.graph, prepared.target)
+    problem = _with_advice(prepared, lambda: LatencyProblem(prepared.graph, prepared.target))
     bounds = lower_bounds(prepared.graph, prepared.target)
     solution = solve(problem, scheduler, **(settings or {}))
     if solution.schedule is None:
@@ -300,7 +350,9 @@ def compile_pipeline(
     NotFoundWithinBudgetError
         When no partition or stage packing is found (bounded search).
     """
-    problem = PipelineProblem(prepared.graph, prepared.target, depth)
+    problem = _with_advice(
+        prepared, lambda: PipelineProblem(prepared.graph, prepared.target, depth)
+    )
     solution = solve(problem, method, **(settings or {}))
     plan, selection = solution.plan, solution.selection
     if plan is None or selection is None:
@@ -458,6 +510,7 @@ def compile(
     scheduler: str = DEFAULT_SCHEDULER,
     lanes: int | None = None,
     bits: int | None = None,
+    cores: int | None = None,
     periodic: bool = False,
     exchange_budget: int | None = None,
     exchange_limits: AdmissionLimits | None = None,
@@ -477,6 +530,8 @@ def compile(
         Latency scheduler (`raptor_cp.solvers.methods(LatencyProblem)`).
     lanes, bits:
         Lanes per operation (default: chosen per model and target) and precision.
+    cores:
+        Scale the target to this many cores (``--cores``).
     periodic:
         Pipeline mode: also run the periodic diagnostic of the selected schedule.
     exchange_budget, exchange_limits:
@@ -486,7 +541,7 @@ def compile(
 
     docs/api.md shows it at work.
     """
-    prepared = prepare(model, target, lanes=lanes, bits=bits, progress=progress)
+    prepared = prepare(model, target, lanes=lanes, bits=bits, cores=cores, progress=progress)
     if pipeline is not None and pipeline > 1:
         return compile_pipeline(prepared, pipeline, periodic=periodic, progress=progress)
     if exchange_budget is not None:

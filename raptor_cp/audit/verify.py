@@ -65,6 +65,8 @@ class VerifySettings:
     mode: str = "latency"
     pipeline: int = DEFAULT_PIPELINE_DEPTH
     """Pipeline depth of the ``pipeline`` and ``packing`` audits."""
+    cores: int | None = None
+    """Scale the target to this many cores (``--cores``)."""
 
     def __post_init__(self) -> None:
         if self.mode not in VERIFY_MODES:
@@ -89,13 +91,16 @@ class VerifySettings:
         }
         if self.mode != "latency":
             settings["pipeline"] = self.pipeline
+        if self.cores is not None:
+            settings["cores"] = self.cores
         return settings
 
     def describe(self) -> str:
         """The settings as one Markdown line under the audit table."""
         depth = "" if self.mode == "latency" else f", pipeline depth {self.pipeline}"
+        target = self.target if self.cores is None else f"{self.target} --cores {self.cores}"
         return (
-            f"Settings: mode {self.mode}, target {self.target}, heuristic {self.heuristic}{depth}, "
+            f"Settings: mode {self.mode}, target {target}, heuristic {self.heuristic}{depth}, "
             f"CP-SAT time limit {self.time_limit_s:g} deterministic-time units per instance, "
             f"workers {self.workers}, lanes {'auto' if self.lanes is None else self.lanes}, bits "
             f"{'of the model' if self.bits is None else self.bits}."
@@ -155,7 +160,7 @@ def verify(
     input file or target before any instance is solved.
     """
     paths = expand_models(models)
-    target = resolve_target(settings.target)
+    target = resolve_target(settings.target, settings.cores)
     warnings = tuple(target.warnings)
     for warning in warnings:
         progress("warning", warning)

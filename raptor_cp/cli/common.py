@@ -216,6 +216,12 @@ target_option = click.option(
     show_default=True,
     help=target_help(),
 )
+cores_option = click.option(
+    "--cores",
+    type=click.IntRange(min=1),
+    help="Scale the target to N cores: a preset's mesh grows (named PRESET:N), generic:P "
+    "becomes generic:N, an IPU gets N tiles (docs/cli.md, Targets).",
+)
 lanes_option = click.option(
     "--lanes",
     type=click.IntRange(min=1),

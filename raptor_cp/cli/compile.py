@@ -17,6 +17,7 @@ from raptor_cp.cli.common import (
     Reporter,
     UserError,
     bits_option,
+    cores_option,
     json_option,
     lanes_option,
     model_argument,
@@ -34,6 +35,7 @@ DEFAULT_OUT = Path("raptor-out")
 @click.command("compile", short_help="Schedule a model; write schedule.json, trace.json.")
 @model_argument
 @target_option
+@cores_option
 @click.option(
     "--mode",
     type=click.Choice(["latency", "pipeline"]),
@@ -108,6 +110,7 @@ DEFAULT_OUT = Path("raptor-out")
 def compile_command(
     model: Path | None,
     target: str,
+    cores: int | None,
     mode: str,
     pipeline: int | None,
     scheduler: str,
@@ -159,6 +162,7 @@ def compile_command(
                 pipeline=depth,
                 scheduler=scheduler,
                 lanes=lanes,
+                cores=cores,
                 bits=bits,
                 periodic=periodic_diagnostics,
                 exchange_budget=exchange_budget,

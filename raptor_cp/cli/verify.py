@@ -21,6 +21,7 @@ from raptor_cp.cli.common import (
     PositiveFinite,
     Reporter,
     bits_option,
+    cores_option,
     json_option,
     lanes_option,
     target_option,
@@ -50,6 +51,7 @@ from raptor_cp.solvers import methods
     help="Pipeline depth of the pipeline and packing audits.",
 )
 @target_option
+@cores_option
 @click.option(
     "--scheduler",
     type=click.Choice([m for m in methods(LatencyProblem) if m != "cpsat"]),
@@ -82,6 +84,7 @@ def verify_command(
     mode: str,
     pipeline: int,
     target: str,
+    cores: int | None,
     scheduler: str,
     time_limit: float,
     lanes: int | None,
@@ -98,7 +101,9 @@ def verify_command(
     from raptor_cp.reports.audit import verify_json, verify_markdown
     from raptor_cp.reports.output import dumps, staged_file
 
-    settings = VerifySettings(target, scheduler, time_limit, workers, lanes, bits, mode, pipeline)
+    settings = VerifySettings(
+        target, scheduler, time_limit, workers, lanes, bits, mode, pipeline, cores
+    )
     paths = expand_models(models)
     with staged_file(out) as staging:
         report = verify(paths, settings, Reporter(quiet=as_json))

@@ -10,6 +10,7 @@ Transfers are uniform, so schedulers need ``O(P)`` memory and P may go up to
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -57,6 +58,10 @@ class GenericTarget:
                 f"bad generic target {spec!r}: expected generic:P or generic:P:NS_PER_BYTE "
                 "with integers"
             ) from None
+
+    def with_cores(self, cores: int) -> GenericTarget:
+        """``--cores``: ``generic:cores`` with the same transfer price."""
+        return dataclasses.replace(self, num_cores=cores)
 
     @property
     def name(self) -> str:

@@ -219,12 +219,15 @@ def parse_chip_config(data: object, source: str) -> ChipConfig:
         ),
     )
     root.reject_unknown()
-    _check_chip(config, source)
+    check_chip(config, source)
     return config
 
 
-def _check_chip(chip: ChipConfig, source: str) -> None:
-    """The checks across fields: core limit, global-memory node, cores on the layout grid."""
+def check_chip(chip: ChipConfig, source: str) -> None:
+    """The checks across fields: core limit, global-memory node, cores on the layout grid.
+
+    Raises `InvalidConfigError` naming ``source`` and the field.
+    """
     core_cnt, chip_gm, core_gm = (
         chip.core_cnt,
         chip.global_memory_switch_id,

@@ -17,12 +17,13 @@ network switches and no pipeline stalls; those contentions are the schedule's bu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.errors import InvalidConfigError, InvalidInstanceError
 from raptor_cp.targets.base import (
     FixedWork,
     MatrixWork,
@@ -31,7 +32,7 @@ from raptor_cp.targets.base import (
     WeightTiling,
     Work,
 )
-from raptor_cp.targets.pim.config import PimConfig, load_pim_config
+from raptor_cp.targets.pim.config import PimConfig, check_chip, load_pim_config
 from raptor_cp.targets.pim.timing import (
     PS_PER_NS,
     MemoryTiming,
@@ -86,6 +87,33 @@ class PimTarget:
         self._max_handshake = max(max(row) for row in self._handshake)
         self._max_latency = max(max(row) for row in self._latency)
         self._gm_latency_sum = sum(self._gm_latency)
+
+    def with_cores(self, cores: int) -> PimTarget:
+        """``--cores``: the same cores, ``cores`` of them on a grown (or shrunk) mesh.
+
+        The grid keeps the preset's aspect ratio: ``cols = ceil(sqrt(cores * c / r))``
+        and ``rows = ceil(cores / cols)``, so that only the last row may be partial.
+        The target is named ``<name>:<cores>``. A configuration with a network
+        table cannot be scaled: the table prices only the pairs it lists.
+        """
+        if self._config.network is not None:
+            raise InvalidConfigError(
+                f"{self._name}: --cores needs the mesh network model, but this configuration "
+                f"has a network table ({self._config.network.source}) for its "
+                f"{self._cores} cores"
+            )
+        rows, cols = self._layout
+        new_cols = max(1, min(cores, math.ceil(math.sqrt(cores * cols / rows))))
+        layout = (-(-cores // new_cols), new_cols)
+        chip = self._config.chip
+        network = dataclasses.replace(chip.network, layout=layout)
+        config = dataclasses.replace(
+            self._config,
+            chip=dataclasses.replace(chip, core_cnt=cores, network=network),
+            network_file=None,
+        )
+        check_chip(config.chip, f"{self._name} with --cores {cores}")
+        return PimTarget(config, f"{self._name}:{cores}")
 
     @classmethod
     def from_file(cls, path: str | Path, name: str | None = None) -> PimTarget:
