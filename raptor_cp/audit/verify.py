@@ -37,6 +37,7 @@ from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target
 
 if TYPE_CHECKING:
     from raptor_cp.graph import ComputeGraph
+    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.pipeline.stage_costs import StageCosts
     from raptor_cp.targets.base import SchedulingTarget
 
@@ -67,6 +68,14 @@ class VerifySettings:
     """Pipeline depth of the ``pipeline`` and ``packing`` audits."""
     cores: int | None = None
     """Scale the target to this many cores (``--cores``)."""
+    wall_cap_s: float | None = None
+    """Wall-clock cap of each CP-SAT run (``--wall-cap``); None: deterministic time only."""
+
+    def solve_settings(self) -> SolveSettings:
+        """The CP-SAT settings of every run: deterministic, with the optional wall cap."""
+        from raptor_cp.models.solve import SolveSettings
+
+        return SolveSettings(self.time_limit_s, self.workers, wall_cap_s=self.wall_cap_s)
 
     def __post_init__(self) -> None:
         if self.mode not in VERIFY_MODES:
@@ -93,6 +102,7 @@ class VerifySettings:
             settings["pipeline"] = self.pipeline
         if self.cores is not None:
             settings["cores"] = self.cores
+        settings["wall_cap_s"] = self.wall_cap_s
         return settings
 
     def describe(self) -> str:
@@ -103,7 +113,8 @@ class VerifySettings:
             f"Settings: mode {self.mode}, target {target}, heuristic {self.heuristic}{depth}, "
             f"CP-SAT time limit {self.time_limit_s:g} deterministic-time units per instance, "
             f"workers {self.workers}, lanes {'auto' if self.lanes is None else self.lanes}, bits "
-            f"{'of the model' if self.bits is None else self.bits}."
+            f"{'of the model' if self.bits is None else self.bits}"
+            + ("." if self.wall_cap_s is None else f", wall-clock cap {self.wall_cap_s:g} s.")
         )
 
 
@@ -205,11 +216,10 @@ def _audit_latency(
 ) -> list[AuditRecord]:
     from raptor_cp.audit.latency import audit_latency
     from raptor_cp.models.latency import CpSatLatencyModel
-    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.solvers import make_solver
 
     heuristic = make_solver(LatencyProblem, settings.scheduler)
-    exact = CpSatLatencyModel(SolveSettings(settings.time_limit_s, settings.workers))
+    exact = CpSatLatencyModel(settings.solve_settings())
     records = []
     for i, (name, problem) in enumerate(instances, start=1):
         tasks = count(problem.graph.num_tasks, "task")
@@ -275,10 +285,9 @@ def _audit_partition(
     from raptor_cp.audit.partition import audit_partition
     from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
     from raptor_cp.models.partition import CpSatPartitionModel, partition_entries
-    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.pipeline.initial import tabulate_grid
 
-    model = CpSatPartitionModel(SolveSettings(settings.time_limit_s, settings.workers))
+    model = CpSatPartitionModel(settings.solve_settings())
     problem, costs = instance.problem, instance.costs
     if partition_entries(problem) <= model.max_entries:
         costs.tabulate(range(1, problem.cores + 1))
@@ -296,7 +305,6 @@ def _audit_stages(
     from raptor_cp.audit.packing import audit_packing
     from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, initial_partition
     from raptor_cp.models.packing import CpSatPackingModel
-    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.pipeline.initial import final_stages, tabulate_grid
 
     problem, costs = instance.problem, instance.costs
@@ -306,7 +314,7 @@ def _audit_stages(
         raise NotFoundWithinBudgetError(
             f"{instance.name}: the prefix DP found no partition to audit the packing of"
         )
-    model = CpSatPackingModel(SolveSettings(settings.time_limit_s, settings.workers))
+    model = CpSatPackingModel(settings.solve_settings())
     stages = final_stages(instance.graph, costs, partition.stages, problem.cores)
     return [
         audit_packing(

@@ -66,6 +66,13 @@ from raptor_cp.solvers import methods
     show_default=True,
     help="CP-SAT budget per instance, in deterministic-time units (not wall seconds).",
 )
+@click.option(
+    "--wall-cap",
+    type=PositiveFinite(),
+    help="Stop each CP-SAT run after this many wall-clock seconds even if its "
+    "deterministic budget is not spent (default: no cap). Results it cuts are marked "
+    "wall_capped and depend on the machine.",
+)
 @lanes_option
 @bits_option
 @click.option(
@@ -87,6 +94,7 @@ def verify_command(
     cores: int | None,
     scheduler: str,
     time_limit: float,
+    wall_cap: float | None,
     lanes: int | None,
     bits: int | None,
     workers: int,
@@ -102,7 +110,7 @@ def verify_command(
     from raptor_cp.reports.output import dumps, staged_file
 
     settings = VerifySettings(
-        target, scheduler, time_limit, workers, lanes, bits, mode, pipeline, cores
+        target, scheduler, time_limit, workers, lanes, bits, mode, pipeline, cores, wall_cap
     )
     paths = expand_models(models)
     with staged_file(out) as staging:

@@ -380,6 +380,7 @@ class CpSatLatencyModel:
             "cpsat_objective": run.objective,
             "cpsat_bound": run.bound,
             "deterministic_time": run.deterministic_time,
+            "wall_capped": run.wall_capped,
             "transfer_model": variables.plan.transfer,
             "model_size": variables.plan.size,
             "symmetry_breaking": variables.plan.interchangeable_cores,
