@@ -4,7 +4,8 @@ Usage::
 
     python benchmarks/bench_binpacking.py heuristic
     python benchmarks/bench_binpacking.py cpsat [--time-limit 10] [--workers 2] [--every 1]
-    python benchmarks/bench_binpacking.py shared [--time-limit 10] [--workers 2]
+        [--wall-clock]
+    python benchmarks/bench_binpacking.py shared [--time-limit 10] [--workers 2] [--wall-clock]
     python benchmarks/bench_binpacking.py summary
 
 Plain bin packing (``benchmarks/data/bpp``, see its README): Falkenauer u120 and
@@ -16,10 +17,12 @@ weight of the item's size, zero loads, ``capacity`` = bin capacity and
 
 * ``heuristic``: `fewest_cores` (best fit decreasing with the shared constructor's
   recovery) on every instance.
-* ``cpsat``: `CpSatBinPackingModel` hinted with `fewest_cores`, wall-clock limit
-  (``SolveSettings(deterministic=False)``), so results depend on the machine's
-  load (each row records the 1-minute load average); ``--every N`` keeps every
-  N-th Scholl instance in file order (all Falkenauer instances are always run).
+* ``cpsat``: `CpSatBinPackingModel` hinted with `fewest_cores`, budget
+  ``--time-limit`` in CP-SAT deterministic units (reproducible; ``--wall-clock``
+  makes it wall-clock seconds with free-running workers, so that results depend
+  on the machine's load; each row records the mode and the 1-minute load
+  average); ``--every N`` keeps every N-th Scholl instance in file order (all
+  Falkenauer instances are always run).
   A hint that meets the lower bound is returned as optimal without search.
 * ``shared``: stage problems cut from ``tests/data/models/resnet18.onnx`` lowered
   on ``arch-a`` with 4 lanes: the tasks of 1 or 3 consecutive operations starting
@@ -129,14 +132,18 @@ def run_heuristic() -> None:
         )  # fmt: skip
 
 
-def run_cpsat(time_limit: float, workers: int, every: int) -> None:
+MODE = {True: "deterministic", False: "wall-clock"}
+"""The ``mode`` column of a CP-SAT row: how its budget was counted."""
+
+
+def run_cpsat(time_limit: float, workers: int, every: int, deterministic: bool) -> None:
     from raptor_cp.models.packing import CpSatBinPackingModel
     from raptor_cp.models.solve import SolveSettings
 
-    model = CpSatBinPackingModel(SolveSettings(time_limit, workers, deterministic=False))
+    model = CpSatBinPackingModel(SolveSettings(time_limit, workers, deterministic=deterministic))
     fields = [
         "set", "instance", "n", "optimal", "hint_bins", "bins", "bound", "status", "wall_s",
-        "time_limit_s", "workers", "load1",
+        "time_limit_s", "workers", "load1", "mode",
     ]  # fmt: skip
     rows = Rows("cpsat", fields)
     scholl = 0
@@ -156,6 +163,7 @@ def run_cpsat(time_limit: float, workers: int, every: int) -> None:
                 "bound": solution.bound, "status": solution.status.value,
                 "wall_s": f"{solution.wall_s:.3f}", "time_limit_s": time_limit,
                 "workers": workers, "load1": f"{os.getloadavg()[0]:.2f}",
+                "mode": MODE[deterministic],
             }
         )  # fmt: skip
 
@@ -202,18 +210,20 @@ def shared_problems() -> Iterator[tuple[str, PackingProblem]]:
             )
 
 
-def run_shared(time_limit: float, workers: int) -> None:
+def run_shared(time_limit: float, workers: int, deterministic: bool) -> None:
     import dataclasses
 
     from raptor_cp.errors import RaptorError
     from raptor_cp.models.packing import CpSatBinPackingModel, CpSatPackingModel
     from raptor_cp.models.solve import SolveSettings
 
-    packing = CpSatPackingModel(SolveSettings(time_limit, workers, deterministic=False))
-    binpacking = CpSatBinPackingModel(SolveSettings(time_limit, workers, deterministic=False))
+    solve = SolveSettings(time_limit, workers, deterministic=deterministic)
+    packing = CpSatPackingModel(solve)
+    binpacking = CpSatBinPackingModel(solve)
     fields = [
         "instance", "tasks", "edges", "weights", "cores", "bound", "heuristic", "heuristic_s",
         "cpsat", "cpsat_bound", "cpsat_status", "cpsat_s", "time_limit_s", "workers", "load1",
+        "mode",
     ]  # fmt: skip
     rows = Rows("shared", fields)
     for name, unlimited in shared_problems():
@@ -230,7 +240,7 @@ def run_shared(time_limit: float, workers: int) -> None:
                     "cpsat": exact.objective, "cpsat_bound": exact.bound,
                     "cpsat_status": exact.status.value, "cpsat_s": f"{exact.wall_s:.3f}",
                     "time_limit_s": time_limit, "workers": workers,
-                    "load1": f"{os.getloadavg()[0]:.2f}",
+                    "load1": f"{os.getloadavg()[0]:.2f}", "mode": MODE[deterministic],
                 }
             )  # fmt: skip
         needed = cores_needed(unlimited)
@@ -253,7 +263,7 @@ def run_shared(time_limit: float, workers: int) -> None:
                     cpsat=solution.objective, cpsat_bound=solution.bound,
                     cpsat_status=solution.status.value, cpsat_s=f"{solution.wall_s:.3f}",
                     time_limit_s=time_limit, workers=workers,
-                    load1=f"{os.getloadavg()[0]:.2f}",
+                    load1=f"{os.getloadavg()[0]:.2f}", mode=MODE[deterministic],
                 )  # fmt: skip
             rows.add(row)
 
@@ -290,11 +300,16 @@ def settings(rows: list[dict[str, str]]) -> str:
     limits = sorted({r["time_limit_s"] for r in rows})
     workers = sorted({r["workers"] for r in rows})
     load = [float(r["load1"]) for r in rows]
+    modes = sorted({r.get("mode") or MODE[False] for r in rows})  # older CSVs: wall clock
+    budget = " / ".join(
+        f"{', '.join(limits)} {'deterministic units' if m == MODE[True] else 's wall clock'}"
+        for m in modes
+    )
+    dependent = "" if modes == [MODE[True]] else " (wall-clock results depend on the load)"
     return (
-        f"CP-SAT: wall-clock limit {', '.join(limits)} s per solve "
-        f"(`SolveSettings(deterministic=False)`), {', '.join(workers)} workers; "
-        f"1-minute load average after each solve: mean {statistics.mean(load):.1f}, "
-        f"max {max(load):.1f} (results depend on the machine's load)."
+        f"CP-SAT: limit {budget} per solve, {', '.join(workers)} workers; 1-minute load "
+        f"average after each solve: mean {statistics.mean(load):.1f}, max {max(load):.1f}"
+        f"{dependent}."
     )
 
 
@@ -348,13 +363,20 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--every", type=int, default=1)
+    parser.add_argument(
+        "--wall-clock",
+        dest="deterministic",
+        action="store_false",
+        help="CP-SAT budget in wall-clock seconds (load-dependent) instead of the default "
+        "deterministic units",
+    )
     args = parser.parse_args()
     if args.mode == "heuristic":
         run_heuristic()
     elif args.mode == "cpsat":
-        run_cpsat(args.time_limit, args.workers, args.every)
+        run_cpsat(args.time_limit, args.workers, args.every, args.deterministic)
     elif args.mode == "shared":
-        run_shared(args.time_limit, args.workers)
+        run_shared(args.time_limit, args.workers, args.deterministic)
     summary()
 
 
