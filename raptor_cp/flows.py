@@ -22,10 +22,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from raptor_cp.bounds import LowerBounds, interval_lower_bound, lower_bounds
+from raptor_cp.critical_chain import ChainBreakdown, critical_chain
 from raptor_cp.errors import (
     InvalidInputError,
     NotFoundWithinBudgetError,
@@ -183,6 +185,13 @@ class LatencyResult:
     def makespan_ns(self) -> int:
         return int(self.evaluation.makespan_ns)
 
+    @cached_property
+    def chain(self) -> ChainBreakdown:
+        """The schedule's critical chain split by cause (`raptor_cp.critical_chain`)."""
+        schedule = self.solution.schedule
+        assert schedule is not None
+        return critical_chain(self.problem, schedule, self.evaluation)
+
     def summary(self) -> dict[str, Any]:
         """The facts of the one-line summary and of ``compile --json``."""
         target = self.problem.target
@@ -199,6 +208,12 @@ class LatencyResult:
             "lower_bound_ns": self.bounds.makespan_ns,
             "lanes": self.prepared.lanes,
             "warnings": list(self.prepared.warnings),
+            "critical_chain": {
+                "dependency_ns": self.chain.dependency_ns,
+                "transfer_ns": self.chain.transfer_ns,
+                "queue_ns": self.chain.queue_ns,
+                "binding": self.chain.binding,
+            },
         }
         if self.exchange is not None:
             summary["exchange"] = self.exchange.summary()

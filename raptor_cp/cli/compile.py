@@ -210,11 +210,43 @@ def summary_line(summary: dict[str, Any]) -> str:
         return (
             f"{summary['model']} on {summary['target']}: {summary['tasks']} tasks in {stages} "
             f"on {where}, interval {format_ns(summary['interval_ns'])} (lower bound "
-            f"{format_ns(summary['lower_bound_ns'])}), pipeline depth {summary['pipeline']}, "
-            f"wrote {summary['out']}/"
+            f"{format_ns(summary['lower_bound_ns'])}{_far_from_bound(summary)}), pipeline depth "
+            f"{summary['pipeline']}, wrote {summary['out']}/"
         )
     return (
         f"{summary['model']} on {summary['target']}: {summary['tasks']} tasks on {where}, "
         f"makespan {format_ns(summary['makespan_ns'])} (lower bound "
-        f"{format_ns(summary['lower_bound_ns'])}), {summary['scheduler']}, wrote {summary['out']}/"
+        f"{format_ns(summary['lower_bound_ns'])}{_far_from_bound(summary)}), "
+        f"{summary['scheduler']}, wrote {summary['out']}/"
+    )
+
+
+FAR_FROM_BOUND = 2.0
+"""A makespan at least this many times its lower bound is called out in the summary line."""
+
+
+def _far_from_bound(summary: dict[str, Any]) -> str:
+    """What holds a result at `FAR_FROM_BOUND` times its lower bound or more; else nothing.
+
+    Latency: ``"; 5.5x the bound: 83 % of the critical chain is tasks queueing on
+    busy cores"`` (`raptor_cp.critical_chain`). Pipeline: ``"; 3.1x the bound, set by
+    stage span"``, the term of the interval estimate that binds.
+    """
+    from raptor_cp.critical_chain import BINDING_WORDS
+
+    pipeline = summary["mode"] == "pipeline"
+    value = summary["interval_ns" if pipeline else "makespan_ns"]
+    bound = summary["lower_bound_ns"]
+    if bound <= 0 or value < FAR_FROM_BOUND * bound:
+        return ""
+    if pipeline:
+        binding = summary["interval"]["binding"].replace("_", " ")
+        return f"; {value / bound:.1f}x the bound, set by {binding}"
+    chain = summary["critical_chain"]
+    binding = chain["binding"]
+    total = chain["dependency_ns"] + chain["transfer_ns"] + chain["queue_ns"]
+    share = 100 * chain[f"{binding}_ns"] / total if total else 0.0
+    return (
+        f"; {value / bound:.1f}x the bound: {share:.0f} % of the critical chain is "
+        f"{BINDING_WORDS[binding]}"
     )
