@@ -14,7 +14,8 @@ Three flows share `prepare`: `compile_latency` (PEFT/HEFT/CP-SAT on a
 `LatencyProblem`), `compile_pipeline` (a `PipelineProblem` at a depth) and
 `compile_exchange` (IPU exchange-table admission). `compile` picks one from
 its arguments. Progress is reported through an optional ``progress(phase,
-detail)`` callback after each phase; nothing here prints or writes files.
+detail)`` callback after each phase, and solvers may `raptor_cp.progress.tick`
+what a long phase is doing; nothing here prints or writes files.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from raptor_cp.problems import (
     Status,
     check,
 )
+from raptor_cp.progress import Progress, reporting
 from raptor_cp.reports.output import count, format_ns
 from raptor_cp.solvers import solve
 from raptor_cp.targets.base import SchedulingTarget
@@ -54,9 +56,6 @@ if TYPE_CHECKING:
     from raptor_cp.exchange.admission import Admission, AdmissionLimits
     from raptor_cp.exchange.candidates import WorkloadCandidates
 
-Progress = Callable[[str, str], None]
-"""``progress(phase, detail)``: called after each phase of a flow (``load``, ``lower``,
-``schedule``, ``check``...); ``warning`` carries a target warning."""
 
 DEFAULT_SCHEDULER = "peft"
 """The latency scheduler when none is given (the seeds' production choice; HEFT has no
@@ -326,7 +325,8 @@ def compile_latency(
     """
     problem = _with_advice(prepared, lambda: LatencyProblem(prepared.graph, prepared.target))
     bounds = lower_bounds(prepared.graph, prepared.target)
-    solution = solve(problem, scheduler, **(settings or {}))
+    with reporting(progress):
+        solution = solve(problem, scheduler, **(settings or {}))
     if solution.schedule is None:
         name = prepared.model
         if solution.status is Status.INFEASIBLE:
@@ -368,7 +368,8 @@ def compile_pipeline(
     problem = _with_advice(
         prepared, lambda: PipelineProblem(prepared.graph, prepared.target, depth)
     )
-    solution = solve(problem, method, **(settings or {}))
+    with reporting(progress):
+        solution = solve(problem, method, **(settings or {}))
     plan, selection = solution.plan, solution.selection
     if plan is None or selection is None:
         raise NotFoundWithinBudgetError(f"{prepared.model}: no pipeline schedule found")

@@ -28,6 +28,7 @@ from typing import Any
 import click
 
 from raptor_cp.errors import InvalidInputError, RaptorError
+from raptor_cp.progress import TICK
 from raptor_cp.targets.registry import DEFAULT_TARGET, target_help
 
 EXAMPLE_MODEL = "resnet18.onnx"
@@ -161,29 +162,86 @@ class Reporter:
 
     Used as the ``progress(phase, detail)`` callback of `raptor_cp.flows` and
     `raptor_cp.audit.verify`: a finished phase prints ``phase  seconds  detail``
-    with the time since the previous event; ``warning`` prints a warning line;
+    with the time since the previous phase; ``warning`` prints a warning line;
     ``audit-start`` opens a per-instance line that ``audit`` completes.
+
+    ``tick`` events (`raptor_cp.progress.tick`) name what a long phase is doing
+    now. They print nothing themselves: while one is current, a heartbeat thread
+    prints ``phase  seconds  detail ...`` once `HEARTBEAT_S` have passed since
+    the last line, then at growing intervals (half the phase's time so far), so
+    a phase of ``t`` seconds adds ``O(log t)`` lines and a quick one none. Use
+    the reporter as a context manager to stop the thread at the end.
     """
+
+    HEARTBEAT_S = 2.0
+    """Silence after which a running phase shows what it is doing."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.last = time.perf_counter()
+        self._printed = self.last
+        self._activity: str | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Reporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the heartbeat thread (if one was started)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
 
     def __call__(self, phase: str, detail: str) -> None:
         if phase == "warning":  # not a phase: the next phase's time still runs
             if not self.quiet:
-                click.echo(f"warning: {detail}", err=True)
+                self._echo(f"warning: {detail}")
+            return
+        if phase == TICK:
+            self._tick(detail)
             return
         now = time.perf_counter()
-        elapsed, self.last = now - self.last, now
+        with self._lock:
+            elapsed, self.last = now - self.last, now
+            self._activity = None
         if self.quiet:
             return
         if phase == "audit-start":
-            click.echo(f"{detail} ... ", err=True, nl=False)
+            self._echo(f"{detail} ... ", nl=False)
         elif phase == "audit":
-            click.echo(f"{detail}, {elapsed:.2f} s", err=True)
+            self._echo(f"{detail}, {elapsed:.2f} s")
         else:
-            click.echo(f"{phase:<9}{elapsed:7.2f} s  {detail}", err=True)
+            self._echo(f"{phase:<9}{elapsed:7.2f} s  {detail}")
+
+    def _echo(self, line: str, nl: bool = True) -> None:
+        click.echo(line, err=True, nl=nl)
+        self._printed = time.perf_counter()
+
+    def _tick(self, activity: str) -> None:
+        if self.quiet:
+            return
+        with self._lock:
+            self._activity = activity
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._heartbeat, daemon=True)
+            self._thread.start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(0.25):
+            with self._lock:
+                if self._activity is None:
+                    continue
+                now = time.perf_counter()
+                running = now - self.last
+                if now - self._printed < max(self.HEARTBEAT_S, running / 2):
+                    continue
+                phase, _, detail = self._activity.partition(": ")
+                self._echo(f"{phase:<9}{running:7.2f} s  {detail} ...")
 
 
 class PositiveFinite(click.ParamType):

@@ -153,8 +153,7 @@ def compile_command(
             fragment_limit,
         )
     check_output(out)
-    progress = Reporter(quiet=as_json)
-    with model_path(model, example) as path:
+    with Reporter(quiet=as_json) as progress, model_path(model, example) as path:
         try:
             result = compile(
                 path,
