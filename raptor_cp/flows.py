@@ -110,11 +110,12 @@ def lower(
     graph = lower_graph(workload, target, lanes=lanes_used)
     if graph.num_tasks == 0:
         kinds = sorted({op.kind.value for op in workload.operations})
-        has = f"only {', '.join(kinds)} operations" if kinds else "no operations"
-        raise InvalidInputError(
-            f"{workload.source or workload.name}: nothing to schedule: the model has {has}, "
-            "which lower to no task"
+        why = (
+            f"its operations ({', '.join(kinds)}) lower to no task"
+            if kinds
+            else "the model has no operations"
         )
+        raise InvalidInputError(f"{workload.source or workload.name}: nothing to schedule: {why}")
     return graph, lanes_used
 
 

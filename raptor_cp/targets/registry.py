@@ -102,11 +102,18 @@ def scale_target(target: SchedulingTarget, cores: int) -> SchedulingTarget:
 
 
 def _resolve(spec: str) -> SchedulingTarget:
+    if not spec:
+        raise InvalidConfigError(
+            f"--target is empty: give a preset ({', '.join(preset_names())}), {GENERIC_SPEC} "
+            "or a pimsim-nn config path"
+        )
     preset = _BY_NAME.get(spec)
     if preset is not None:
         return preset.build(spec)
     if spec.startswith("generic:"):
         return GenericTarget.parse(spec)
+    if Path(spec).is_dir():
+        raise InvalidConfigError(f"{spec}: is a directory, not a pimsim-nn config file")
     if Path(spec).exists():
         return PimTarget.from_file(spec)
     raise InvalidConfigError(
