@@ -53,7 +53,7 @@ MAX_TOTAL = 2**62
 """Largest total of edge bytes, or of weight slots, of one graph."""
 MAX_CORES = 65_536
 """Most cores of a target with uniform transfers (``generic:P``)."""
-MAX_PAIRWISE_CORES = 4_096
+MAX_PAIRWISE_CORES = 2_048
 """Most cores of a pimsim-nn chip (pairwise network tables: ``P x P`` memory)."""
 MAX_TASKS = 1_000_000
 """Most tasks of one graph."""

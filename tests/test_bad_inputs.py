@@ -272,7 +272,7 @@ CASES: list[Case] = [
          "fewer than core_cnt 8",
          {"c.json": config({"core_cnt": 8})}),
     Case("config-core-cnt-huge", [*COMPILE, FORK_JOIN, "-t", "{d}/c.json"],
-         "10000000 cores exceed the limit of 4,096",
+         "10000000 cores exceed the limit of 2,048",
          {"c.json": config({"core_cnt": 10**7, "network_config": {"layout": [2500, 4000]}})}),
     Case("config-layout-missing", [*COMPILE, FORK_JOIN, "-t", "{d}/c.json"],
          "chip_config.network_config.layout: missing",
@@ -289,7 +289,7 @@ CASES: list[Case] = [
                                                "net.json"}}), "net.json": "{"}),
     Case("cores-zero", [*FJ, "--cores", "0"], "Invalid value for '--cores'"),
     Case("cores-over-limit", [*COMPILE, FORK_JOIN, "--cores", "5000"],
-         "5000 cores exceed the limit of 4,096"),
+         "5000 cores exceed the limit of 2,048"),
     Case("cores-with-a-network-table", [*COMPILE, FORK_JOIN, "-t", "pimsim-64", "--cores", "80"],
          "--cores needs the mesh network model"),
     # -- compile options --------------------------------------------------------------------
