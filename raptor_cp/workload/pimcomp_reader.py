@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from raptor_cp.errors import InvalidInputError, UnsupportedOperatorError
-from raptor_cp.files import read_json
+from raptor_cp.files import excerpt, read_json
+from raptor_cp.limits import MAX_INTEGER
 from raptor_cp.toposort import CycleFound, cycle_text, order_from_predecessors
 from raptor_cp.workload.model import (
     ALL_ROWS,
@@ -104,7 +105,9 @@ class _Input:
 def _check_int(value: Any, minimum: int, error: Callable[[str], InvalidInputError]) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise error(f"expected {expected}, got {value!r}")
+        raise error(f"expected {expected}, got {excerpt(value)}")
+    if value > MAX_INTEGER:
+        raise error(f"expected at most 2^53, got {excerpt(value)}")
     return value
 
 
@@ -198,11 +201,13 @@ def _parse_node(raw: Any, index: int, source: str) -> _Node:
     if (
         not isinstance(dims, list)
         or not dims
-        or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims)
+        or any(
+            isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= MAX_INTEGER for d in dims
+        )
     ):
         raise InvalidInputError(
-            f"{where}: field 'output_dim': expected a non-empty list of positive integers, "
-            f"got {dims!r}"
+            f"{where}: field 'output_dim': expected a non-empty list of positive integers "
+            f"(at most 2^53), got {excerpt(dims)}"
         )
     providers = raw.get("provider")
     if providers is None:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from raptor_cp.errors import InvalidInputError
-from raptor_cp.files import read_json
-from raptor_cp.limits import MAX_INTEGER, integer_text
+from raptor_cp.files import excerpt, read_json
+from raptor_cp.limits import MAX_INTEGER
 from raptor_cp.toposort import CycleFound, cycle_text, order_from_predecessors
 from raptor_cp.workload.model import ALL_ROWS, Operation, OpKind, Workload
 
@@ -136,10 +136,7 @@ def _describe(value: Any) -> str:
         return "an object"
     if isinstance(value, list):
         return "an array"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return integer_text(value)
-    text = json.dumps(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return excerpt(value)
 
 
 def _field_path(path: str, key: str) -> str:

@@ -23,7 +23,6 @@ with at most the last row partial (PIMCOMP-NN's 136 cores on 12 x 12).
 from __future__ import annotations
 
 import difflib
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,8 +30,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from raptor_cp.errors import InvalidConfigError
-from raptor_cp.files import read_json
-from raptor_cp.limits import MAX_INTEGER, MAX_PAIRWISE_CORES, check_cores, integer_text
+from raptor_cp.files import excerpt, read_json
+from raptor_cp.limits import MAX_INTEGER, MAX_PAIRWISE_CORES, check_cores
 
 IGNORED_FIELDS: dict[str, frozenset[str]] = {
     "": frozenset({"sim_config"}),
@@ -313,10 +312,8 @@ def _matrix(node: _Node) -> MatrixConfig:
 
 
 def _shown(value: object) -> str:
-    """A JSON value as the user wrote it, for messages (long integers elided)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return integer_text(value)
-    return json.dumps(value)
+    """A JSON value as the user wrote it, for messages (`raptor_cp.files.excerpt`)."""
+    return excerpt(value)
 
 
 class _Node:
