@@ -25,6 +25,7 @@ DATA = Path(__file__).parent / "data"
 FORK_JOIN = str(DATA / "raptor" / "fork_join.json")
 LENET = str(DATA / "models" / "lenet5.onnx")
 STG = str(DATA / "stg" / "rand0000.stg")
+GOLDEN_PLAN = Path(__file__).parent / "golden" / "exchange-lenet5" / "exchange_plan.json"
 MAX_LINE = 400
 """No error line is longer: long inputs (a 5,000-task cycle) are summarised."""
 
@@ -124,6 +125,12 @@ def pim_node(name: str, providers: list[str], operation: str = "OP_RELU") -> dic
         "consumer": [],
         "bitwidth": 8,
     }
+
+
+def plan_with(**fields: object) -> str:
+    """The golden LeNet-5 exchange plan with ``fields`` replaced."""
+    plan = json.loads((GOLDEN_PLAN).read_text(encoding="utf-8"))
+    return json.dumps({**plan, **fields})
 
 
 def out_below_a_file(path: Path) -> None:
@@ -386,6 +393,14 @@ CASES: list[Case] = [
     Case("exchange-missing-plan", ["exchange", "--json", "{d}/plan.json"], "plan.json"),
     Case("exchange-bad-plan", ["exchange", "--json", "{d}/plan.json"], "plan.json",
          {"plan.json": '{"format": "nope"}'}),
+    Case("exchange-plan-huge-tiles", ["exchange", "--json", "{d}/plan.json"],
+         "1000000000000 tiles exceed the limit of 65,536", {"plan.json": plan_with(tiles=10**12)}),
+    Case("exchange-plan-huge-integer", ["exchange", "--json", "{d}/plan.json"],
+         "an integer within 2^53", {"plan.json": plan_with(max_transfer_words=2**60)}),
+    Case("periodic-core-count", ["periodic", "--json", "{d}/a.json", "--target", "pimsim-64"],
+         "core_cnt is 1000000000, but target pimsim-64 has 64 cores",
+         {"a.json": json.dumps({"config": {"core_cnt": 10**9, "array_group_map": {"core0": [1]}},
+                                "core0": []})}),
 ]  # fmt: skip
 
 

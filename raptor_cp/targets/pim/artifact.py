@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.files import excerpt, read_json
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
+from raptor_cp.reports.output import count as plural
 from raptor_cp.targets.base import InstructionPrograms, MatrixWork, VectorWork
 
 if TYPE_CHECKING:
@@ -263,7 +264,7 @@ def _group_map(
             if inst.op == "mvmul" and not 0 <= inst.group < len(groups[core]):
                 raise InvalidInputError(
                     f"{source}: core {core} instruction {i} (mvmul): group {inst.group} outside "
-                    f"{field}.core{core} ({len(groups[core])} group(s))"
+                    f"{field}.core{core} ({plural(len(groups[core]), 'group')})"
                 )
     return dict(sorted(groups.items()))
 
@@ -312,7 +313,7 @@ def _read_binary(path: Path) -> tuple[Instruction, ...]:
     expected = _HEADER.size + _RECORD.size * count
     if len(data) != expected:
         raise InvalidInputError(
-            f"{path}: the header announces {count} instruction(s) ({expected} bytes), "
+            f"{path}: the header announces {plural(count, 'instruction')} ({expected} bytes), "
             f"the file has {len(data)} bytes"
         )
     out = []
@@ -374,7 +375,7 @@ def _programs(
     if artifact.core_cnt > target.cores:
         raise InvalidInputError(
             f"{name}: core_cnt is {artifact.core_cnt}, but target {target.name} has "
-            f"{target.cores} core(s)"
+            f"{plural(target.cores, 'core')}"
         )
     for core, groups in artifact.array_group_map.items():
         if sum(groups) > target.capacity(core):
