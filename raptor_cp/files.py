@@ -69,7 +69,7 @@ def excerpt(value: Any) -> str:
     """``value`` as JSON for an error message: long integers and long texts are elided.
 
     >>> excerpt(12), excerpt("abc"), excerpt([[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]])
-    ('12', '"abc"', '[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]...')
+    ('12', '"abc"', '[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]...')
     """
     if isinstance(value, int) and not isinstance(value, bool):
         return integer_text(value)
