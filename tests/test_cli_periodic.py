@@ -26,8 +26,7 @@ def test_sync_tokens_summary() -> None:
     )
     # Core 1's lldi (one 10-cycle local write) sets the pace; the two SYNCs take 1 ns each.
     assert lines[1] == (
-        "recurrence: 10 ns (ratio 10/1, bisection); critical cycle of 3 dependencies "
-        "through core 1"
+        "recurrence: 10 ns (ratio 10/1, bisection); critical cycle of 3 dependencies through core 1"
     )
     assert lines[2] == "work: busiest core 1 10 ns; memory controller 0 ns (0 loads, 0 stores)"
     assert lines[3] == "interval estimate: 10 ns (bound by recurrence)"

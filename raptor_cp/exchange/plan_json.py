@@ -127,9 +127,11 @@ class _Reader:
         self, data: dict[str, object], key: str, field: str, default: int | None = None
     ) -> int:
         value = data.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self.fail(f"{field}.{key}", "an integer")
         if not _integer(value):
             raise self.fail(f"{field}.{key}", "an integer within 2^53")
-        return value  # type: ignore[return-value]
+        return value
 
     def address(self, value: object, field: str) -> Address:
         pair = self.as_list(value, field)
