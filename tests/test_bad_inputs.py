@@ -374,6 +374,15 @@ CASES: list[Case] = [
          "is a symbolic link", {"link": symlink_to_dir}),
     Case("verify-out-below-a-file", [*VERIFY, STG, "--out", "{d}/afile/r.md"],
          "afile is not a directory", {"afile": out_below_a_file}),
+    # -- report suites ----------------------------------------------------------------------
+    Case("report-missing-suite", ["report", "{d}/s.toml", "--out", "{d}/r", "--quiet"], "s.toml"),
+    Case("report-bad-toml", ["report", "{d}/s.toml", "--out", "{d}/r", "--quiet"], "s.toml",
+         {"s.toml": "name = [unclosed\n"}),
+    Case("report-unknown-executor",
+         ["report", "{d}/s.toml", "--out", "{d}/r", "--quiet", "--executor", "slurm"],
+         "Invalid value for '--executor'", {"s.toml": "name = 'x'\n"}),
+    Case("report-no-out", ["report", "{d}/s.toml", "--quiet"], "Missing option '--out'",
+         {"s.toml": "name = 'x'\n"}),
     # -- cycle-ratio, periodic, exchange ----------------------------------------------------
     Case("dasdan-bad-line", ["cycle-ratio", "--json", "{d}/g.d"], "g.d:2: expected a 'c', 'p'",
          {"g.d": "p g 2 1\nx 1 2\n"}),
