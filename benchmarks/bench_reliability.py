@@ -2,11 +2,16 @@
 
 Usage::
 
-    python benchmarks/bench_reliability.py [--trace] [--limits] [--chain-tasks 200000 1000000]
+    python benchmarks/bench_reliability.py [--trace] [--trace-baseline REV] [--limits]
+        [--chain-tasks 200000 1000000]
 
 ``--trace``: compiles shipped models and reports ``trace.json``'s size, its
 tracks per process (cores, transfers) and its complete events, the figures
 that decide whether Perfetto opens it.
+
+``--trace-baseline REV``: the same schedules (ResNet-18 and ViT-B/16 one layer on
+arch-a) rendered by ``raptor_cp/reports/trace.py`` as of git revision ``REV``
+and by the current one, in process: size, tracks and complete events of each.
 
 ``--limits``: runs ``raptor-cp compile`` at each documented limit under
 ``/usr/bin/time -v`` and reports the peak resident set size and the user CPU
@@ -86,6 +91,41 @@ def trace_table(tmp: Path) -> list[str]:
     return rows
 
 
+def baseline_table(rev: str) -> list[str]:
+    """Trace sizes of one schedule rendered by ``trace.py`` at ``rev`` and by the current one."""
+    import importlib.util
+
+    from raptor_cp.flows import compile as compile_model
+    from raptor_cp.reports.output import dumps
+    from raptor_cp.reports.trace import trace_document
+
+    source = subprocess.run(
+        ["git", "show", f"{rev}:raptor_cp/reports/trace.py"],
+        capture_output=True, text=True, check=True, cwd=HERE.parent,
+    ).stdout  # fmt: skip
+    with tempfile.TemporaryDirectory() as name:
+        path = Path(name) / "baseline_trace.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location("baseline_trace", path)
+        assert spec is not None and spec.loader is not None
+        baseline = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(baseline)
+    rows = [
+        "| model | trace.py | MB | tracks | complete events |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for model in ("resnet18.onnx", "vit_b16_1layer.onnx"):
+        result = compile_model(MODELS / model, "arch-a")
+        schedule = result.solution.schedule
+        for label, render in ((rev, baseline.trace_document), ("current", trace_document)):
+            events = render(result.problem, schedule, result.evaluation)["traceEvents"]
+            size = len(dumps({"traceEvents": events, "displayTimeUnit": "ns"}).encode())
+            tracks = sum(e["ph"] == "M" and e["name"] == "thread_name" for e in events)
+            complete = sum(e["ph"] == "X" for e in events)
+            rows.append(f"| {model} | {label} | {size / 1e6:.2f} | {tracks:,} | {complete:,} |")
+    return rows
+
+
 def chain_file(tmp: Path, tasks: int) -> Path:
     """A raptor-graph chain of ``tasks`` unit tasks with 1-byte edges."""
     path = tmp / f"chain{tasks}.json"
@@ -126,6 +166,7 @@ def limits_table(tmp: Path, chains: list[int]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", action="store_true")
+    parser.add_argument("--trace-baseline", metavar="REV")
     parser.add_argument("--limits", action="store_true")
     parser.add_argument("--chain-tasks", type=int, nargs="*", default=[200_000, 1_000_000])
     args = parser.parse_args()
@@ -134,6 +175,9 @@ def main() -> None:
         tmp = Path(name)
         if args.trace:
             print("\n".join(["## trace.json", "", *trace_table(tmp), ""]))
+        if args.trace_baseline:
+            rows = baseline_table(args.trace_baseline)
+            print("\n".join(["## trace.json before and after", "", *rows, ""]))
         if args.limits:
             print("\n".join(["## Limits", "", *limits_table(tmp, args.chain_tasks), ""]))
 

@@ -132,7 +132,7 @@ def test_an_internal_error_is_one_line_with_exit_3(monkeypatch: pytest.MonkeyPat
     result = _run("compile", FORK_JOIN, "-t", "generic:2", "--out", "never")
     message = _only_error(result, INTERNAL_ERROR_STATUS)
     assert message.startswith("error: internal error: ValueError: a bug over two lines. This is ")
-    assert message.endswith("(raptor-cp --debug ... shows the traceback)")
+    assert message.endswith("the command line and the traceback that raptor-cp --debug ... prints")
     assert "Traceback" not in result.output
 
 

@@ -51,8 +51,6 @@ def one_line(message: str) -> str:
 
 INTERNAL_ERROR_STATUS = 3
 """Exit status of a bug in raptor-cp (an exception that is not a user mistake)."""
-REPORT_URL = "https://github.com/raptor-cp/raptor-cp/issues"
-"""Where the internal-error line asks users to report a bug."""
 
 
 class Terminated(BaseException):
@@ -135,8 +133,8 @@ def internal_error_message(error: Exception) -> str:
     if len(what) > 300:
         what = what[:297] + "..."
     return (
-        f"{what}. This is a bug in raptor-cp: please report it with the command line at "
-        f"{REPORT_URL} (raptor-cp --debug ... shows the traceback)"
+        f"{what}. This is a bug in raptor-cp: please report it to its maintainers with the "
+        "command line and the traceback that raptor-cp --debug ... prints"
     )
 
 
