@@ -109,7 +109,7 @@ def audit_packing(
             failure = f"invalid packing: {error}"
             notes.append(f"heuristic packing fails check: {error}")
     status = objective = bound = skipped = None
-    cpsat_wall = 0.0
+    cpsat_wall, capped = 0.0, False
     size = packing_size(problem)
     if size > cpsat_model.max_size:
         skipped = f"too large: up to {size} literals > max_size {cpsat_model.max_size}"
@@ -121,6 +121,7 @@ def audit_packing(
             exact.bound,
             exact.wall_s,
         )
+        capped = bool(exact.details.get("wall_capped"))
     lower = demand_lower_bound(problem)
     found = disagreements(
         notes, demand, solution.status, status, objective, max(lower, bound or 0), PIPELINE_WORDS
@@ -143,4 +144,5 @@ def audit_packing(
         cpsat_wall_s=cpsat_wall,
         cpsat_skipped=skipped,
         disagreements=found,
+        cpsat_wall_capped=capped,
     )

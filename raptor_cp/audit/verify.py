@@ -33,11 +33,12 @@ from raptor_cp.audit.record import AuditRecord
 from raptor_cp.errors import InvalidInputError, NotFoundWithinBudgetError
 from raptor_cp.flows import DEFAULT_PIPELINE_DEPTH, DEFAULT_SCHEDULER, Progress, lower
 from raptor_cp.problems import LatencyProblem, PartitionProblem
-from raptor_cp.reports.output import format_ns
+from raptor_cp.reports.output import count, format_ns
 from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target
 
 if TYPE_CHECKING:
     from raptor_cp.graph import ComputeGraph
+    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.pipeline.stage_costs import StageCosts
     from raptor_cp.targets.base import SchedulingTarget
 
@@ -66,6 +67,16 @@ class VerifySettings:
     mode: str = "latency"
     pipeline: int = DEFAULT_PIPELINE_DEPTH
     """Pipeline depth of the ``pipeline`` and ``packing`` audits."""
+    cores: int | None = None
+    """Scale the target to this many cores (``--cores``)."""
+    wall_cap_s: float | None = None
+    """Wall-clock cap of each CP-SAT run (``--wall-cap``); None: deterministic time only."""
+
+    def solve_settings(self) -> SolveSettings:
+        """The CP-SAT settings of every run: deterministic, with the optional wall cap."""
+        from raptor_cp.models.solve import SolveSettings
+
+        return SolveSettings(self.time_limit_s, self.workers, wall_cap_s=self.wall_cap_s)
 
     def __post_init__(self) -> None:
         if self.mode not in VERIFY_MODES:
@@ -90,16 +101,21 @@ class VerifySettings:
         }
         if self.mode != "latency":
             settings["pipeline"] = self.pipeline
+        if self.cores is not None:
+            settings["cores"] = self.cores
+        settings["wall_cap_s"] = self.wall_cap_s
         return settings
 
     def describe(self) -> str:
         """The settings as one Markdown line under the audit table."""
         depth = "" if self.mode == "latency" else f", pipeline depth {self.pipeline}"
+        target = self.target if self.cores is None else f"{self.target} --cores {self.cores}"
         return (
-            f"Settings: mode {self.mode}, target {self.target}, heuristic {self.heuristic}{depth}, "
+            f"Settings: mode {self.mode}, target {target}, heuristic {self.heuristic}{depth}, "
             f"CP-SAT time limit {self.time_limit_s:g} deterministic-time units per instance, "
             f"workers {self.workers}, lanes {'auto' if self.lanes is None else self.lanes}, bits "
-            f"{'of the model' if self.bits is None else self.bits}."
+            f"{'of the model' if self.bits is None else self.bits}"
+            + ("." if self.wall_cap_s is None else f", wall-clock cap {self.wall_cap_s:g} s.")
         )
 
 
@@ -158,7 +174,7 @@ def verify(
     input file or target before any instance is solved.
     """
     paths = expand_models(models)
-    target = resolve_target(settings.target)
+    target = resolve_target(settings.target, settings.cores)
     warnings = tuple(target.warnings)
     for warning in warnings:
         progress("warning", warning)
@@ -203,14 +219,14 @@ def _audit_latency(
 ) -> list[AuditRecord]:
     from raptor_cp.audit.latency import audit_latency
     from raptor_cp.models.latency import CpSatLatencyModel
-    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.solvers import make_solver
 
     heuristic = make_solver(LatencyProblem, settings.scheduler)
-    exact = CpSatLatencyModel(SolveSettings(settings.time_limit_s, settings.workers))
+    exact = CpSatLatencyModel(settings.solve_settings())
     records = []
     for i, (name, problem) in enumerate(instances, start=1):
-        progress("audit-start", f"[{i}/{len(instances)}] {name}: {problem.graph.num_tasks} tasks")
+        tasks = count(problem.graph.num_tasks, "task")
+        progress("audit-start", f"[{i}/{len(instances)}] {name}: {tasks}")
         record = audit_latency(problem, heuristic, exact, name)
         progress("audit", outcome(record))
         records.append(record)
@@ -257,7 +273,7 @@ def _audit_pipeline(
     bounds: list[PackingBounds] = []
     for i, instance in enumerate(instances, start=1):
         groups = instance.problem.num_groups
-        progress("audit-start", f"[{i}/{len(instances)}] {instance.name}: {groups} groups")
+        progress("audit-start", f"[{i}/{len(instances)}] {instance.name}: {count(groups, 'group')}")
         if settings.mode == "pipeline":
             record, detail = _audit_partition(instance, settings, target)
             records.append(record)
@@ -267,7 +283,7 @@ def _audit_pipeline(
             stage_records, stage_bounds = _audit_stages(instance, settings, target)
             records.extend(stage_records)
             bounds.extend(stage_bounds)
-            outcomes = [f"{len(stage_records)} stages"] + [outcome(r) for r in stage_records]
+            outcomes = [count(len(stage_records), "stage")] + [outcome(r) for r in stage_records]
         progress("audit", "; ".join(outcomes))
     return records, details, bounds
 
@@ -278,10 +294,9 @@ def _audit_partition(
     from raptor_cp.audit.partition import audit_partition
     from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
     from raptor_cp.models.partition import CpSatPartitionModel, partition_entries
-    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.pipeline.initial import tabulate_grid
 
-    model = CpSatPartitionModel(SolveSettings(settings.time_limit_s, settings.workers))
+    model = CpSatPartitionModel(settings.solve_settings())
     problem, costs = instance.problem, instance.costs
     if partition_entries(problem) <= model.max_entries:
         costs.tabulate(range(1, problem.cores + 1))
@@ -299,7 +314,6 @@ def _audit_stages(
     from raptor_cp.audit.packing import audit_packing, packing_bounds
     from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, initial_partition
     from raptor_cp.models.packing import CpSatPackingModel
-    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.pipeline.initial import final_stages, tabulate_grid
 
     problem, costs = instance.problem, instance.costs
@@ -309,7 +323,7 @@ def _audit_stages(
         raise NotFoundWithinBudgetError(
             f"{instance.name}: the prefix DP found no partition to audit the packing of"
         )
-    model = CpSatPackingModel(SolveSettings(settings.time_limit_s, settings.workers))
+    model = CpSatPackingModel(settings.solve_settings())
     stages = final_stages(instance.graph, costs, partition.stages, problem.cores)
     problems = [
         (f"{instance.name} stage {s}", costs.packing_problem(stage.first, stage.stop, stage.cores))

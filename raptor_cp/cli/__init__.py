@@ -22,7 +22,12 @@ from raptor_cp.cli.verify import verify_command
 
 @click.group(cls=RaptorGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="raptor-cp")
-def main() -> None:
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="On an internal error, show Python's traceback instead of the one-line message.",
+)
+def main(debug: bool) -> None:
     """Schedule deep-learning compute graphs onto spatial accelerators.
 
     MODEL is an ONNX file, a PIMCOMP-NN node list (.json), a raptor task graph

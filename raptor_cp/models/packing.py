@@ -540,6 +540,7 @@ def _run_details(run: CpSatRun, variables: PackingVars) -> dict[str, object]:
         "cpsat_objective": run.objective,
         "cpsat_bound": run.bound,
         "deterministic_time": run.deterministic_time,
+        "wall_capped": run.wall_capped,
         "model_size": variables.size,
         "modelled_cores": variables.cores,
         "pinned": variables.pinned,

@@ -45,6 +45,7 @@ from raptor_cp.problems import (
     Stage,
     Status,
 )
+from raptor_cp.progress import tick
 from raptor_cp.targets.base import SchedulingTarget
 
 
@@ -175,11 +176,14 @@ def initial_pipeline(
         raise InvalidConfigError(f"pipeline depth must be >= 1, got {depth}")
     times: dict[str, float] = {}
     began = time.perf_counter()
+    tick("partition", f"grouping {graph.num_tasks:,} tasks")
     problem, costs = partition_problem(graph, target, depth)
     times["grouping"] = time.perf_counter() - began
 
     mark = time.perf_counter()
+    tick("partition", f"pricing the stage costs of {problem.num_groups} groups")
     tabulate_grid(problem, costs, spare_units)
+    tick("partition", f"prefix DP over {problem.num_groups} groups, depth {depth}")
     partition = initial_partition(problem, spare_units)
     partition_s = time.perf_counter() - mark
     times["constructive_packing"] = costs.stats.packing_s
@@ -193,13 +197,15 @@ def initial_pipeline(
     stages = final_stages(graph, costs, partition.stages, target.cores)
     assignments = []
     evidence = []
-    for stage in stages:
+    for index, stage in enumerate(stages, start=1):
+        tick("partition", f"packing stage {index} of {len(stages)} on {stage.cores} cores")
         core, details = costs.assignment(stage.first, stage.stop, stage.cores)
         assignments.append(core)
         evidence.append(details)
     times["stage_packing"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
+    tick("partition", "placing the stages on the mesh")
     plan = assemble_pipeline(graph, target, groups, stages, assignments)
     times["placement"] = time.perf_counter() - mark
     times["total"] = time.perf_counter() - began

@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from raptor_cp.audit.verify import VerifyReport
 
 
+WALL_CAP_MARK = "[^wall]"
+"""Footnote mark after the CP-SAT status of a run the wall-clock cap stopped."""
+WALL_CAP_FOOTNOTE = (
+    "[^wall]: stopped by the wall-clock cap (`--wall-cap`) before its deterministic budget "
+    "was spent: this status, answer and bound depend on the machine's speed and load."
+)
+
+
 def record_json(record: AuditRecord) -> dict[str, object]:
     """A JSON-ready dict of one record's fields and derived quantities."""
     r = record
@@ -38,6 +46,7 @@ def record_json(record: AuditRecord) -> dict[str, object]:
         "cpsat_bound_ns": r.cpsat_bound,
         "cpsat_wall_s": r.cpsat_wall_s,
         "cpsat_skipped": r.cpsat_skipped,
+        "wall_capped": r.cpsat_wall_capped,
         "best_bound_ns": r.best_bound,
         "proved_optimal": r.proved_optimal,
         "gap_vs_cpsat_pct": r.gap_vs_cpsat_pct,
@@ -93,7 +102,9 @@ def render_markdown(records: list[AuditRecord]) -> str:
         summary = f"**DISAGREE on {len(disagreeing)} of {len(records)} instances: {names}**"
     else:
         summary = f"All {len(records)} instances agree"
-    summary += f"; CP-SAT proved {optimal} optimal, skipped {skipped}."
+    capped = sum(r.cpsat_wall_capped for r in records)
+    summary += f"; CP-SAT proved {optimal} optimal, skipped {skipped}"
+    summary += f", stopped by the wall-clock cap {capped}{WALL_CAP_MARK}." if capped else "."
     header = (
         "| instance | target | tasks | heuristic | heuristic ns | lower bound ns | CP-SAT ns "
         "| bound ns | CP-SAT status | gap vs CP-SAT % | gap vs bound % | DISAGREE |"
@@ -106,6 +117,8 @@ def render_markdown(records: list[AuditRecord]) -> str:
             else f"none ({r.heuristic_failure})"
         )
         status = f"skipped ({r.cpsat_skipped})" if r.cpsat_status is None else r.cpsat_status.value
+        if r.cpsat_wall_capped:
+            status += WALL_CAP_MARK
         verdict = "**DISAGREE**: " + "; ".join(r.disagreements) if r.disagrees else ""
         cells = [
             r.instance,
@@ -122,6 +135,8 @@ def render_markdown(records: list[AuditRecord]) -> str:
             verdict,
         ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    if any(r.cpsat_wall_capped for r in records):
+        lines += ["", WALL_CAP_FOOTNOTE]
     return "\n".join(lines) + "\n"
 
 
@@ -133,6 +148,7 @@ def to_json(records: list[AuditRecord]) -> dict[str, object]:
             "disagreements": sum(r.disagrees for r in records),
             "proved_optimal": sum(r.proved_optimal for r in records),
             "cpsat_skipped": sum(r.cpsat_skipped is not None for r in records),
+            "wall_capped": sum(r.cpsat_wall_capped for r in records),
         },
         "records": [record_json(r) for r in records],
     }
