@@ -79,3 +79,11 @@ def test_an_item_larger_than_the_capacity_is_rejected() -> None:
             InvalidInstanceError, match=r"^no bin of capacity 0 holds an item of 5$"
         ):
             bound([5, 0], 0)
+
+
+def test_dff_bound_near_the_integer_limit_is_exact_not_overflowed() -> None:
+    # Capacities up to 2^53 are valid input; k * capacity * items overflows int64 there.
+    capacity = 2**53
+    sizes = [capacity // 3 + 1] * 300
+    assert dff_bound(sizes, capacity) == 150
+    assert dff_bound(sizes, capacity) == dff_bound([4] * 300, 10)

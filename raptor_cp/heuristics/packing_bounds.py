@@ -125,8 +125,10 @@ def dff_bound(
     if small.size > max_eps:
         small = small[np.linspace(0, small.size - 1, max_eps).round().astype(np.int64)]
     eps = np.concatenate(([0], small))[:, None]
+    if (max_k + 1) * capacity * s.size >= 2**62:  # totals could overflow int64: exact ints
+        values, counts, eps = (a.astype(object) for a in (values, counts, eps))
     u = np.where(values > capacity - eps, capacity, np.where(values >= eps, values, 0))
-    k = np.arange(1, max_k + 1, dtype=np.int64)[:, None, None]
+    k = np.arange(1, max_k + 1, dtype=np.int64).astype(values.dtype)[:, None, None]
     scaled = (k + 1) * u[None]  # (k, eps, distinct size)
     # u_k(u / C) * k * C: u k when (k + 1) u / C is an integer, else floor((k + 1) u / C) C.
     value = np.where(scaled % capacity == 0, u[None] * k, (scaled // capacity) * capacity)
