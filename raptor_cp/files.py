@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from raptor_cp.errors import InvalidInputError, RaptorError
+from raptor_cp.limits import integer_text
 
 
 def read_text(
@@ -58,3 +59,22 @@ def parse_json(text: str, where: str, error: type[RaptorError] = InvalidInputErr
         ) from None
     except RecursionError:
         raise error(f"{where}: JSON nested too deeply") from None
+
+
+EXCERPT_CHARS = 40
+"""How much of a JSON value an error message quotes."""
+
+
+def excerpt(value: Any) -> str:
+    """``value`` as JSON for an error message: long integers and long texts are elided.
+
+    >>> excerpt(12), excerpt("abc"), excerpt([[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]])
+    ('12', '"abc"', '[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]...')
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return integer_text(value)
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 3] + "..."

@@ -14,7 +14,8 @@ Three flows share `prepare`: `compile_latency` (PEFT/HEFT/CP-SAT on a
 `LatencyProblem`), `compile_pipeline` (a `PipelineProblem` at a depth) and
 `compile_exchange` (IPU exchange-table admission). `compile` picks one from
 its arguments. Progress is reported through an optional ``progress(phase,
-detail)`` callback after each phase; nothing here prints or writes files.
+detail)`` callback after each phase, and solvers may `raptor_cp.progress.tick`
+what a long phase is doing; nothing here prints or writes files.
 """
 
 from __future__ import annotations
@@ -22,11 +23,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from raptor_cp.bounds import LowerBounds, interval_lower_bound, lower_bounds
-from raptor_cp.errors import NotFoundWithinBudgetError, ProvedInfeasibleError
+from raptor_cp.critical_chain import ChainBreakdown, critical_chain
+from raptor_cp.errors import (
+    InvalidInputError,
+    NotFoundWithinBudgetError,
+    ProvedInfeasibleError,
+    RaptorError,
+)
 from raptor_cp.evaluation import Evaluation, evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.problems import (
@@ -37,19 +45,17 @@ from raptor_cp.problems import (
     Status,
     check,
 )
-from raptor_cp.reports.output import format_ns
+from raptor_cp.progress import Progress, reporting
+from raptor_cp.reports.output import count, format_ns
 from raptor_cp.solvers import solve
 from raptor_cp.targets.base import SchedulingTarget
-from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target
+from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target, scale_target
 from raptor_cp.workload.model import Workload
 
 if TYPE_CHECKING:
     from raptor_cp.exchange.admission import Admission, AdmissionLimits
     from raptor_cp.exchange.candidates import WorkloadCandidates
 
-Progress = Callable[[str, str], None]
-"""``progress(phase, detail)``: called after each phase of a flow (``load``, ``lower``,
-``schedule``, ``check``...); ``warning`` carries a target warning."""
 
 DEFAULT_SCHEDULER = "peft"
 """The latency scheduler when none is given (the seeds' production choice; HEFT has no
@@ -70,7 +76,15 @@ class Prepared:
     target: SchedulingTarget
     graph: ComputeGraph
     lanes: int
-    """Lanes per operation the graph was lowered with."""
+    """Lanes per operation the graph was lowered with (``--lanes`` capped at the rows of
+    the tallest operation, beyond which more lanes change nothing)."""
+    notes: tuple[str, ...] = ()
+    """What lowering adjusted (a capped ``--lanes``), reported like target warnings."""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The target's warnings, then `notes`: what the user should know about this run."""
+        return (*self.target.warnings, *self.notes)
 
     @property
     def model(self) -> str:
@@ -83,13 +97,26 @@ def lower(
 ) -> tuple[ComputeGraph, int]:
     """Lower ``workload`` onto ``target`` with ``lanes`` (default: chosen for the pair).
 
-    Returns the graph and the lane count used.
+    Returns the graph and the lane count used: ``lanes`` capped at
+    `raptor_cp.workload.lowering.max_lanes` (more lanes give the same graph).
+    Raises `InvalidInputError` when the graph has no task: an empty model (or
+    one of views only) has nothing to schedule, and "0 tasks, exit 0" would hide it.
     """
-    from raptor_cp.workload.lowering import default_lanes
+    from raptor_cp.workload.lowering import default_lanes, max_lanes
     from raptor_cp.workload.lowering import lower as lower_graph
 
     lanes_used = lanes if lanes is not None else default_lanes(workload, target)
-    return lower_graph(workload, target, lanes=lanes_used), lanes_used
+    lanes_used = min(lanes_used, max_lanes(workload))
+    graph = lower_graph(workload, target, lanes=lanes_used)
+    if graph.num_tasks == 0:
+        kinds = sorted({op.kind.value for op in workload.operations})
+        why = (
+            f"its operations ({', '.join(kinds)}) lower to no task"
+            if kinds
+            else "the model has no operations"
+        )
+        raise InvalidInputError(f"{workload.source or workload.name}: nothing to schedule: {why}")
+    return graph, lanes_used
 
 
 def prepare(
@@ -98,26 +125,45 @@ def prepare(
     *,
     lanes: int | None = None,
     bits: int | None = None,
+    cores: int | None = None,
     progress: Progress = _quiet,
 ) -> Prepared:
     """Load ``model`` (a path or a `Workload`), resolve ``target`` and lower one onto the other.
 
-    Raises `RaptorError` subclasses for a bad file, target or lane count.
+    ``cores`` scales the target to that many cores (``--cores``,
+    `raptor_cp.targets.registry.scale_target`). Raises `RaptorError` subclasses
+    for a bad file, target or lane count.
     """
     from raptor_cp.workload.load import load_workload
 
     workload = model if isinstance(model, Workload) else load_workload(model, bits=bits)
     target_obj = resolve_target(target) if isinstance(target, str) else target
-    progress("load", f"{workload.name}: {len(workload.operations)} operations")
+    if cores is not None:
+        target_obj = scale_target(target_obj, cores)
+    progress("load", f"{workload.name}: {count(len(workload.operations), 'operation')}")
     for warning in target_obj.warnings:
         progress("warning", warning)
     graph, lanes_used = lower(workload, target_obj, lanes)
+    notes: tuple[str, ...] = ()
+    if lanes is not None and lanes > lanes_used:
+        from raptor_cp.workload.lowering import LANED_KINDS
+
+        laned = any(op.kind in LANED_KINDS for op in workload.operations)
+        notes = (
+            f"--lanes {lanes} capped at {lanes_used}: {workload.name}'s tallest operation has "
+            f"{lanes_used} row{'s' * (lanes_used != 1)}, so more lanes give the same graph"
+            if laned
+            else f"--lanes {lanes} has no effect: {workload.name} is a task graph (no rows to "
+            "split); it is lowered with 1 lane",
+        )
     progress(
         "lower",
-        f"{graph.num_tasks} tasks, {graph.num_edges} edges, {lanes_used} lanes on "
-        f"{target_obj.name}",
+        f"{count(graph.num_tasks, 'task')}, {count(graph.num_edges, 'edge')}, "
+        f"{count(lanes_used, 'lane')} on {target_obj.name}",
     )
-    return Prepared(workload, target_obj, graph, lanes_used)
+    for note in notes:
+        progress("warning", note)
+    return Prepared(workload, target_obj, graph, lanes_used, notes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,6 +185,13 @@ class LatencyResult:
     def makespan_ns(self) -> int:
         return int(self.evaluation.makespan_ns)
 
+    @cached_property
+    def chain(self) -> ChainBreakdown:
+        """The schedule's critical chain split by cause (`raptor_cp.critical_chain`)."""
+        schedule = self.solution.schedule
+        assert schedule is not None
+        return critical_chain(self.problem, schedule, self.evaluation)
+
     def summary(self) -> dict[str, Any]:
         """The facts of the one-line summary and of ``compile --json``."""
         target = self.problem.target
@@ -154,7 +207,13 @@ class LatencyResult:
             "makespan_ns": self.makespan_ns,
             "lower_bound_ns": self.bounds.makespan_ns,
             "lanes": self.prepared.lanes,
-            "warnings": list(target.warnings),
+            "warnings": list(self.prepared.warnings),
+            "critical_chain": {
+                "dependency_ns": self.chain.dependency_ns,
+                "transfer_ns": self.chain.transfer_ns,
+                "queue_ns": self.chain.queue_ns,
+                "binding": self.chain.binding,
+            },
         }
         if self.exchange is not None:
             summary["exchange"] = self.exchange.summary()
@@ -187,6 +246,18 @@ class PipelineResult:
         queued = selection is not None and selection.selected.estimate_ns is not None
         return "queue estimate" if queued else "analytic proxy"
 
+    @property
+    def interval_binding(self) -> str:
+        """The term of `interval_ns` that binds it: a `RealizedScheduleCost.binding`
+        (``queue_index``, ``queue_reversed``, ``core_work``, ``memory_service``) for a
+        queue estimate, the analytic proxy's binding term otherwise."""
+        selection, plan = self.solution.selection, self.solution.plan
+        assert selection is not None and plan is not None
+        cost = selection.selected.cost
+        if cost is not None and cost.binding is not None:
+            return cost.binding
+        return plan.estimate.binding
+
     def summary(self) -> dict[str, Any]:
         """The facts of the one-line summary and of ``compile --json``."""
         plan, selection = self.solution.plan, self.solution.selection
@@ -206,6 +277,7 @@ class PipelineResult:
             "core_budgets": list(plan.budgets),
             "interval_ns": self.interval_ns,
             "interval_source": self.interval_source,
+            "interval_binding": self.interval_binding,
             "analytic_interval": plan.estimate.to_json(),
             "selection": {
                 "solver": selection.solver,
@@ -215,11 +287,51 @@ class PipelineResult:
             },
             "lower_bound_ns": interval_lower_bound(self.problem.graph, target)["interval_ns"],
             "lanes": self.prepared.lanes,
-            "warnings": list(target.warnings),
+            "warnings": list(self.prepared.warnings),
         }
 
 
 CompileResult = LatencyResult | PipelineResult
+
+_Problem = TypeVar("_Problem", LatencyProblem, PipelineProblem)
+
+
+def _with_advice(prepared: Prepared, state: Callable[[], _Problem]) -> _Problem:
+    """``state()``, with `capacity_advice` added to a proof that the weights exceed the chip."""
+    try:
+        return state()
+    except ProvedInfeasibleError as error:
+        raise ProvedInfeasibleError(f"{error}; {capacity_advice(prepared)}") from None
+
+
+def capacity_advice(prepared: Prepared) -> str:
+    """What to do when one copy of the model's weights exceeds the target.
+
+    Names the presets whose chip holds the model (each checked by lowering it
+    with one lane, which does not change its weights, and stating the latency
+    problem: ``O(presets x lowering)``, a fraction of a second for VGG-16) and
+    the ``--cores`` that would give this target enough slots.
+    """
+    from raptor_cp.targets.registry import preset_names
+
+    fitting = []
+    for name in preset_names():
+        if name == prepared.target.name:
+            continue
+        try:
+            target = resolve_target(name)
+            graph, _ = lower(prepared.workload, target, 1)
+            LatencyProblem(graph, target)
+        except RaptorError:
+            continue
+        fitting.append(name)
+    holders = f"presets that hold it: {', '.join(fitting)}" if fitting else "no preset holds it"
+    target = prepared.target
+    largest = max(target.capacity(p) for p in range(target.cores))
+    needed = -(-prepared.graph.distinct_weight_slots() // largest)
+    if not hasattr(target, "with_cores"):
+        return holders
+    return f"{holders}; or give the target more cores: --cores {needed} or more"
 
 
 def compile_latency(
@@ -240,9 +352,10 @@ def compile_latency(
     NotFoundWithinBudgetError
         When the scheduler's bounded search found no schedule.
     """
-    problem = LatencyProblem(prepared.graph, prepared.target)
+    problem = _with_advice(prepared, lambda: LatencyProblem(prepared.graph, prepared.target))
     bounds = lower_bounds(prepared.graph, prepared.target)
-    solution = solve(problem, scheduler, **(settings or {}))
+    with reporting(progress):
+        solution = solve(problem, scheduler, **(settings or {}))
     if solution.schedule is None:
         name = prepared.model
         if solution.status is Status.INFEASIBLE:
@@ -283,23 +396,26 @@ def compile_pipeline(
         When candidates must be compared but one lacks a queue cost (the target
         has no queue model, an unsupported static form, no converged recurrence).
     """
-    problem = PipelineProblem(prepared.graph, prepared.target, depth)
-    solution = solve(problem, method, **(settings or {}))
+    problem = _with_advice(
+        prepared, lambda: PipelineProblem(prepared.graph, prepared.target, depth)
+    )
+    with reporting(progress):
+        solution = solve(problem, method, **(settings or {}))
     plan, selection = solution.plan, solution.selection
     if plan is None or selection is None or solution.objective is None:
         raise NotFoundWithinBudgetError(f"{prepared.model}: no pipeline schedule found")
     partition = selection.initial.partition
     progress(
         "partition",
-        f"initial: {len(partition.stages or ())} stages ({partition.solver}: "
+        f"initial: {count(len(partition.stages or ()), 'stage')} ({partition.solver}: "
         f"{partition.status.value})",
     )
     used, budget = selection.queue_evaluations
     progress(
         "select",
-        f"{selection.solver}: {len(selection.candidates)} candidate(s), {used}/{budget} queue "
-        f"evaluations, candidate {selection.decision.selected}: {len(plan.stages)} stages, "
-        f"core budgets {list(plan.budgets)}",
+        f"{selection.solver}: {count(len(selection.candidates), 'candidate')}, {used}/{budget} "
+        f"queue evaluations, candidate {selection.decision.selected}: "
+        f"{count(len(plan.stages), 'stage')}, core budgets {list(plan.budgets)}",
     )
     check(problem, solution)
     result = PipelineResult(prepared, problem, solution)
@@ -407,7 +523,7 @@ def compile_exchange(
     progress(
         "admit",
         f"{len(state.expanded)} expanded, {placed} placed, {encoded} encoded exactly, "
-        f"{len(state.attempts)} attempt(s)"
+        f"{count(len(state.attempts), 'attempt')}"
         + (", exhaustive fallback" if state.exhaustion else "")
         + (f", {skipped} kept from encoding by the fragment limit" if skipped else "")
         + f"; admission {time.perf_counter() - began:.1f} s",
@@ -453,6 +569,7 @@ def compile(
     scheduler: str = DEFAULT_SCHEDULER,
     lanes: int | None = None,
     bits: int | None = None,
+    cores: int | None = None,
     periodic: bool = False,
     exchange_budget: int | None = None,
     exchange_limits: AdmissionLimits | None = None,
@@ -474,6 +591,8 @@ def compile(
         Latency scheduler (`raptor_cp.solvers.methods(LatencyProblem)`).
     lanes, bits:
         Lanes per operation (default: chosen per model and target) and precision.
+    cores:
+        Scale the target to this many cores (``--cores``).
     periodic:
         Pipeline mode: also run the periodic diagnostic of the selected schedule.
     exchange_budget, exchange_limits:
@@ -483,7 +602,7 @@ def compile(
 
     docs/api.md shows it at work.
     """
-    prepared = prepare(model, target, lanes=lanes, bits=bits, progress=progress)
+    prepared = prepare(model, target, lanes=lanes, bits=bits, cores=cores, progress=progress)
     if pipeline is not None and pipeline > 1:
         return compile_pipeline(
             prepared, pipeline, method=pipeline_method, periodic=periodic, progress=progress

@@ -27,6 +27,7 @@ from functools import cached_property
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.limits import check_tasks, check_total
 from raptor_cp.toposort import CycleFound, topological_order
 
 
@@ -140,8 +141,12 @@ class ComputeGraph:
     baseline: BaselineMemory = field(default_factory=BaselineMemory.empty)
 
     def __post_init__(self) -> None:
-        for attr in ("cost", "edge_src", "edge_dst", "edge_bytes", "weight_size"):
-            object.__setattr__(self, attr, _int_array(getattr(self, attr)))
+        for attr in (
+            "cost", "edge_src", "edge_dst", "edge_bytes", "weight_size", "core_cost", "output_bytes"
+        ):  # fmt: skip
+            value = getattr(self, attr)
+            if value is not None:
+                self._set_ints(attr, value)
         if not self.task_weights:
             object.__setattr__(self, "task_weights", tuple(() for _ in self.names))
         n = len(self.names)
@@ -153,18 +158,23 @@ class ComputeGraph:
         object.__setattr__(
             self, "lane", _int_array(np.zeros(n) if self.lane is None else self.lane)
         )
-        if self.core_cost is not None:
-            object.__setattr__(self, "core_cost", _int_array(self.core_cost))
         nominal = self.cost if self.nominal_cost is None else self.nominal_cost
-        object.__setattr__(self, "nominal_cost", _int_array(nominal))
+        self._set_ints("nominal_cost", nominal)
         kinds = np.zeros(self.edge_src.shape) if self.edge_kind is None else self.edge_kind
         object.__setattr__(self, "edge_kind", _int_array(kinds))
-        if self.output_bytes is not None:
-            object.__setattr__(self, "output_bytes", _int_array(self.output_bytes))
         bits = np.full(n, 8) if self.payload_bits is None else self.payload_bits
-        object.__setattr__(self, "payload_bits", _int_array(bits))
+        self._set_ints("payload_bits", bits)
         if not self.operation_types:
             object.__setattr__(self, "operation_types", tuple("" for _ in self.operation_names))
+
+    def _set_ints(self, attr: str, value: object) -> None:
+        """Store ``value`` as the read-only int64 array ``attr`` (beyond int64: a named error)."""
+        try:
+            object.__setattr__(self, attr, _int_array(value))
+        except OverflowError:
+            raise InvalidInstanceError(
+                f"{self.name}: a value of {attr} does not fit a 64-bit integer"
+            ) from None
 
     # -- sizes ---------------------------------------------------------------
 
@@ -268,8 +278,9 @@ class ComputeGraph:
     def validate(self, capacities: list[int] | None = None) -> None:
         """Reject structural errors with a message naming the culprit.
 
-        Checks dangling edges, negative costs and bytes, cycles and, when per-core
-        ``capacities`` are given, tasks whose weights fit on no core.
+        Checks dangling edges, negative costs and bytes, cycles, the task-count and
+        totals limits of `raptor_cp.limits` and, when per-core ``capacities`` are
+        given, tasks whose weights fit on no core.
         """
         n = self.num_tasks
         if not (self.edge_src.shape == self.edge_dst.shape == self.edge_bytes.shape):
@@ -343,6 +354,9 @@ class ComputeGraph:
         if bad.size:
             w = int(bad[0])
             raise InvalidInstanceError(f"{self.name}: weight {w} has negative size")
+        check_tasks(n, self.name)
+        check_total(self.edge_bytes.tolist(), "edge bytes", self.name)
+        check_total(self.weight_size.tolist(), "weight slots", self.name)
         for t, weights in enumerate(self.task_weights):
             for w in weights:
                 if not 0 <= w < self.num_weights:

@@ -82,7 +82,7 @@ DEFAULT_METHOD: dict[type, str] = {
 """The method `solve` uses when none is given: the production heuristic of each problem
 (PEFT for latency, as the seeds' latency mode)."""
 
-SETTING_NAMES = ("time_limit_s", "workers", "seed", "deterministic")
+SETTING_NAMES = ("time_limit_s", "workers", "seed", "deterministic", "wall_cap_s")
 """Keywords of `raptor_cp.models.solve.SolveSettings`, accepted by every CP-SAT solver."""
 
 

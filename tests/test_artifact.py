@@ -164,7 +164,7 @@ def test_truncated_binary_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError) as error:
         load_artifact(tmp_path)
     assert str(error.value) == (
-        f"{tmp_path / 'core_0.pim'}: the header announces 2 instruction(s) (52 bytes), "
+        f"{tmp_path / 'core_0.pim'}: the header announces 2 instructions (52 bytes), "
         "the file has 32 bytes"
     )
 
@@ -231,7 +231,7 @@ def test_mvmul_group_outside_the_map_is_rejected(tmp_path: Path) -> None:
         load_artifact(path)
     assert str(error.value) == (
         f"{path}: core 0 instruction 0 (mvmul): group 1 outside config.array_group_map.core0 "
-        "(1 group(s))"
+        "(1 group)"
     )
 
 
@@ -258,7 +258,7 @@ def test_artifact_needing_more_cores_than_the_target_is_rejected() -> None:
         artifact_events(load_artifact(DATA / "throughput.json"), target("latency_config.json"))
     assert str(error.value) == (
         f"{DATA / 'throughput.json'}: core_cnt is 2, but target "
-        f"{DATA / 'latency_config.json'} has 1 core(s)"
+        f"{DATA / 'latency_config.json'} has 1 core"
     )
 
 

@@ -209,9 +209,15 @@ def test_json_summary_is_the_only_output(tmp_path: Path) -> None:
         "out": str(out),
         "files": ["schedule.json", "trace.json"],
         "warnings": [],
+        "critical_chain": summary["critical_chain"],
     }
     assert summary["status"] in ("optimal", "feasible")
     assert summary["makespan_ns"] >= 450
+    chain = summary["critical_chain"]
+    assert (
+        chain["dependency_ns"] + chain["transfer_ns"] + chain["queue_ns"]
+        == (summary["makespan_ns"])
+    )
 
 
 def test_plot_writes_a_png(tmp_path: Path) -> None:

@@ -189,21 +189,28 @@ def test_compile_with_an_exchange_budget_writes_the_plan_and_the_admission_repor
     ]
 
 
-def test_compile_fails_with_the_report_when_no_exact_table_fits(tmp_path: Path) -> None:
+def test_a_failed_admission_keeps_the_previous_output_and_reports_beside_it(
+    tmp_path: Path,
+) -> None:
     # 8 B holds one inactive row: no plan with two phases fits
     out = tmp_path / "out"
-    args = ["compile", str(MODELS / "lenet5.onnx"), "--target", "ipu-mk2", "--lanes", "4"]
-    args += ["--exchange-budget", "8", "--placement-finalists", "1", "--out", str(out)]
+    lenet = ["compile", str(MODELS / "lenet5.onnx"), "--target", "ipu-mk2", "--lanes", "4"]
+    assert CliRunner().invoke(main, [*lenet, "--out", str(out)]).exit_code == 0
+    previous = {p.name: p.read_bytes() for p in out.iterdir()}
+    args = [*lenet, "--exchange-budget", "8", "--placement-finalists", "1", "--out", str(out)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     error = result.output.splitlines()[-1]
     assert error.startswith("error: lenet5: no exchange plan within 8 B per tile: smallest exact ")
-    assert error.endswith(f"; see {out}/reports/exchange_admission.json")
-    report = json.loads((out / "reports" / "exchange_admission.json").read_text())
+    assert error.endswith(f"; see {out}.failed/reports/exchange_admission.json")
+    failed = tmp_path / "out.failed"
+    report = json.loads((failed / "reports" / "exchange_admission.json").read_text())
     assert report["selected"] is None
     assert len(report["attempts"]) == 3
     assert report["exhaustion"]["note"].endswith("none fits the budget")
-    assert not (out / "schedule.json").exists()
+    assert not (failed / "schedule.json").exists()
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == previous
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.failed"]
 
 
 def test_the_fragment_limit_biting_in_compile_is_reported(tmp_path: Path) -> None:
@@ -216,7 +223,8 @@ def test_the_fragment_limit_biting_in_compile_is_reported(tmp_path: Path) -> Non
     assert result.exit_code == 2
     assert "no candidate could be encoded" in result.output
     assert "skip" in result.output and "over the limit 8" in result.output
-    report = json.loads((out / "reports" / "exchange_admission.json").read_text())
+    failed = tmp_path / "out.failed"
+    report = json.loads((failed / "reports" / "exchange_admission.json").read_text())
     assert report["limits"]["fragment_limit"] == 8
     assert report["attempts"][0]["over_fragment_limit"]
     decisions = {c["decision"] for c in report["candidates"]}

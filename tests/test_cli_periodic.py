@@ -22,12 +22,11 @@ def test_sync_tokens_summary() -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == (
         f"{DATA / 'sync_tokens.json'} on {DATA / 'sync_tokens_config.json'}: 5 instructions, "
-        "6 events, 8 dependencies, 2 active core(s)"
+        "6 events, 8 dependencies, 2 active cores"
     )
     # Core 1's lldi (one 10-cycle local write) sets the pace; the two SYNCs take 1 ns each.
     assert lines[1] == (
-        "recurrence: 10 ns (ratio 10/1, bisection); critical cycle of 3 dependencies "
-        "through core(s) 1"
+        "recurrence: 10 ns (ratio 10/1, bisection); critical cycle of 3 dependencies through core 1"
     )
     assert lines[2] == "work: busiest core 1 10 ns; memory controller 0 ns (0 loads, 0 stores)"
     assert lines[3] == "interval estimate: 10 ns (bound by recurrence)"

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from raptor_cp.cli import main
+from raptor_cp.reports.audit import WALL_CAP_FOOTNOTE
 
 STG = Path(__file__).parent / "data" / "stg"
 FAST = ("--time-limit", "1", "--workers", "1")
@@ -30,6 +31,7 @@ RECORD_FIELDS = {
     "work_per_core_ns",
     "lower_bound_ns",
     "cpsat_status",
+    "wall_capped",
     "cpsat_objective_ns",
     "cpsat_bound_ns",
     "cpsat_wall_s",
@@ -124,6 +126,7 @@ def test_json_report_is_the_only_output(tmp_path: Path) -> None:
         "disagreements": 0,
         "proved_optimal": 1,
         "cpsat_skipped": 0,
+        "wall_capped": 0,
     }
     assert report["settings"] == {
         "mode": "latency",
@@ -133,6 +136,7 @@ def test_json_report_is_the_only_output(tmp_path: Path) -> None:
         "workers": 1,
         "lanes": None,
         "bits": None,
+        "wall_cap_s": None,
     }
     assert report["warnings"] == []
     (record,) = report["records"]
@@ -274,8 +278,9 @@ def test_cpsat_is_not_a_heuristic_to_audit(tmp_path: Path) -> None:
     chain = _graph(tmp_path / "chain.json", "chain", [3, 3, 3])
     result = _run(chain, "--scheduler", "cpsat")
     assert result.exit_code == 2
-    assert "Invalid value for '--scheduler': 'cpsat' is not one of 'heft', 'peft'." in (
-        result.stderr
+    assert result.stderr == (
+        "error: Invalid value for '--scheduler': 'cpsat' is not one of 'heft', 'peft' "
+        "(see main verify --help)\n"
     )
 
 
@@ -294,3 +299,26 @@ def test_verify_help_imports_no_heavy_module() -> None:
     )
     assert "Usage: raptor-cp verify [OPTIONS] MODEL..." in process.stdout
     assert process.stdout.splitlines()[-1] == "[]"
+
+
+def test_a_result_the_wall_cap_cut_is_marked_with_a_footnote(tmp_path: Path) -> None:
+    stg = Path(__file__).parent / "data" / "stg" / "rand0090.stg"
+    args = [stg, "-t", "generic:4", "--time-limit", "1000", "--wall-cap", "0.05"]
+    markdown = _run(*args, "--workers", "1")
+    assert markdown.exit_code == 0, markdown.output
+    lines = markdown.stdout.splitlines()
+    assert lines[0].endswith(", stopped by the wall-clock cap 1[^wall].")
+    row = next(line for line in lines if line.startswith(f"| {stg} |"))
+    assert re.search(r"\| (feasible|not_found)\[\^wall\] \|", row)  # depends on the machine
+    assert WALL_CAP_FOOTNOTE in lines
+    assert lines[-1].endswith(", wall-clock cap 0.05 s.")
+    document = json.loads(_run(*args, "--workers", "1", "--json").stdout)
+    assert document["records"][0]["wall_capped"] is True
+    assert document["summary"]["wall_capped"] == 1
+    assert document["settings"]["wall_cap_s"] == 0.05
+
+
+def test_without_a_wall_cap_nothing_is_marked(tmp_path: Path) -> None:
+    chain = _graph(tmp_path / "chain.json", "chain", [3, 3, 3])
+    result = _run(chain, "-t", "generic:2", "--time-limit", "1", "--workers", "1")
+    assert "[^wall]" not in result.stdout

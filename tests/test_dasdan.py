@@ -43,9 +43,16 @@ def test_comments_are_skipped_anywhere() -> None:
     assert (parsed.name, parsed.graph.w.tolist(), parsed.graph.d.tolist()) == ("g", [-5], [0])
 
 
-def test_graph_without_arcs_is_read() -> None:
-    graph = read_dasdan(DATA / "core" / "gr7.d").graph
-    assert (graph.num_nodes, graph.num_edges) == (2, 0)
+def test_graph_without_arcs_is_read_as_empty() -> None:
+    parsed = read_dasdan(DATA / "core" / "gr7.d")
+    assert (parsed.graph.num_nodes, parsed.graph.num_edges, parsed.node_ids) == (0, 0, ())
+
+
+def test_memory_follows_the_arcs_not_the_declared_node_count() -> None:
+    parsed = parse_dasdan("p g 1000000000 2\na 5 999999999 3 1\na 999999999 5 4 1\n", "x.d")
+    assert parsed.graph.num_nodes == 2
+    assert parsed.node_ids == (5, 999999999)
+    assert (parsed.graph.u.tolist(), parsed.graph.v.tolist()) == ([0, 1], [1, 0])
 
 
 @pytest.mark.parametrize(
@@ -61,8 +68,17 @@ def test_graph_without_arcs_is_read() -> None:
         ("p g 2 1\na 0 2 3 1\n", "x.d:2: node 0 is outside 1..2"),
         ("p g 2 1\na 1 3 3 1\n", "x.d:2: node 3 is outside 1..2"),
         ("p g 2 1\na 1 2 3 -1\n", "x.d:2: transit time -1 is negative"),
+        (
+            "p g 2 1\na 1 2 1" + "0" * 40 + " 1\n",
+            "x.d:2: weight 1000000000...0000000000 (41 digits) is outside the accepted range "
+            "-2^53..2^53",
+        ),
+        (
+            "p g 2 1\na 1 2 1 9007199254740993\n",
+            "x.d:2: transit time 9007199254740993 is outside the accepted range 0..2^53",
+        ),
         ("p g 2 1\na 1 2 3 1\na 2 1 3 1\n", "x.d:3: more arcs than the 1 announced"),
-        ("p g 2 2\na 1 2 3 1\n", "x.d: 1 arcs but the 'p' line announces 2"),
+        ("p g 2 2\na 1 2 3 1\n", "x.d: 1 arc but the 'p' line announces 2"),
         ("p g 2 1\ne 1 2\n", "x.d:2: expected a 'c', 'p' or 'a' line, got 'e 1 2'"),
         ("c only a comment\n", "x.d: no 'p <name> <n> <m>' line"),
     ],

@@ -182,8 +182,8 @@ def test_foreign_files_in_reports_are_never_replaced(tmp_path: Path) -> None:
     result = _run("compile", LENET, "--pipeline", 2, "--out", out)
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (
-        f"error: {out}: refusing to replace a directory whose reports/ holds files raptor-cp "
-        "did not write (notes.txt); choose another --out"
+        f"error: {out}: refusing to replace a directory holding files raptor-cp did not write "
+        "(reports/notes.txt); choose another --out"
     )
     assert (out / "reports" / "notes.txt").read_text() == "mine"
 

@@ -28,7 +28,7 @@ def fork_join() -> tuple[LatencyProblem, LatencySolution]:
     """a -> {b, c} -> d on three cores with 1 ns per byte.
 
     a (core 0) sends to b (core 1, 100 B) and c (core 2, 50 B) at t=10: the two
-    transfers leave core 0 together, so its link needs two lanes in the trace.
+    transfers leave core 0 together, so its link shows them as one merged event.
     """
     graph = ComputeGraph(
         names=("a", "b", "c", "d"),
@@ -187,9 +187,8 @@ def test_trace_has_one_thread_per_used_core(
         (0, 1): "core 1",
         (0, 2): "core 2",
         (1, 0): "core 0 link",
-        (1, 1): "core 0 link #2",
-        (1, 2): "core 1 link",
-        (1, 3): "core 2 link",
+        (1, 1): "core 1 link",
+        (1, 2): "core 2 link",
     }
     tasks = {
         e["name"]: (e["tid"], e["ts"], e["dur"]) for e in events if e["ph"] == "X" and e["pid"] == 0
@@ -201,14 +200,43 @@ def test_trace_has_one_thread_per_used_core(
         "d": (0, 0.138, 0.005),
     }
     transfers = sorted(
-        (e["tid"], e["name"], e["ts"], e["dur"]) for e in events if e["pid"] == 1 and e["ph"] == "X"
+        (e["tid"], e["name"], e["ts"], e["dur"], e["args"])
+        for e in events
+        if e["pid"] == 1 and e["ph"] == "X"
     )
+    merged = {"transfers": 2, "bytes": 150, "first": "a -> c", "last": "a -> b"}
+    single = {"edge": 2, "from": "b", "to": "d", "to_core": 0, "bytes": 8}
     assert transfers == [
-        (0, "a -> c", 0.01, 0.05),  # ends first: (start, end, edge) order takes lane 0
-        (1, "a -> b", 0.01, 0.1),
-        (2, "b -> d", 0.13, 0.008),
-        (3, "c -> d", 0.09, 0.007),
+        (0, "2 transfers", 0.01, 0.1, merged),  # a -> c and a -> b overlap: one event
+        (1, "b -> d", 0.13, 0.008, single),
+        (2, "c -> d", 0.09, 0.007, {"edge": 3, "from": "c", "to": "d", "to_core": 0, "bytes": 7}),
     ]
+
+
+def test_trace_has_at_most_two_tracks_per_core_whatever_the_edges() -> None:
+    fan = 200
+    graph = ComputeGraph(
+        names=("root", *(f"leaf{i}" for i in range(fan))),
+        cost=[1] * (fan + 1),
+        edge_src=[0] * fan,
+        edge_dst=list(range(1, fan + 1)),
+        edge_bytes=list(range(1, fan + 1)),
+        name="fan",
+    )
+    problem = LatencyProblem(graph, GenericTarget(4, ns_per_byte=1))
+    orders = (
+        (0, *range(1, fan + 1, 3)),
+        tuple(range(2, fan + 1, 3)),
+        tuple(range(3, fan + 1, 3)),
+        (),
+    )
+    schedule = Schedule(orders, start_ns=[0] * (fan + 1), scheduler="hand")
+    evaluation = evaluate(problem, schedule)
+    events = trace_document(problem, schedule, evaluation)["traceEvents"]
+    tracks = {(e["pid"], e["tid"]) for e in events if e["ph"] == "X"}
+    assert len(tracks) <= 2 * problem.target.cores
+    (link,) = [e for e in events if e["ph"] == "X" and e["pid"] == 1]
+    assert link["args"]["transfers"] == sum(1 for o in orders[1:] for _ in o)
 
 
 def test_trace_lanes_never_overlap(fork_join: tuple[LatencyProblem, LatencySolution]) -> None:

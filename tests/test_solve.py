@@ -134,9 +134,11 @@ def test_deterministic_mode_sets_its_parameters() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"time_limit_s": 0.0}, r"^CP-SAT time_limit_s must be positive, got 0\.0$"),
+        ({"time_limit_s": 0.0}, r"^CP-SAT time_limit_s must be positive and finite, got 0\.0$"),
         ({"workers": 0}, r"^CP-SAT workers must be at least 1, got 0$"),
         ({"seed": -1}, r"^CP-SAT seed must be non-negative, got -1$"),
+        ({"time_limit_s": float("nan")}, r"^CP-SAT time_limit_s must be positive and finite"),
+        ({"wall_cap_s": 0.0}, r"^CP-SAT wall_cap_s must be positive and finite, got 0\.0$"),
     ],
 )
 def test_bad_settings_are_rejected(settings: dict[str, float], message: str) -> None:
@@ -144,15 +146,39 @@ def test_bad_settings_are_rejected(settings: dict[str, float], message: str) -> 
         SolveSettings(**settings)
 
 
-def test_deterministic_runs_carry_a_wall_clock_safeguard() -> None:
-    from ortools.sat.python import cp_model
+def _hard_model() -> cp_model.CpModel:
+    """A 60-variable all-different quadratic assignment: no proof within milliseconds."""
+    rng = np.random.default_rng(0)
+    model = cp_model.CpModel()
+    n = 60
+    xs = [model.new_int_var(0, n - 1, f"x[{i}]") for i in range(n)]
+    model.add_all_different(xs)
+    ys = [model.new_int_var(0, (n - 1) ** 2, f"y[{i}]") for i in range(n)]
+    for i in range(n):
+        model.add_multiplication_equality(ys[i], [xs[i], xs[(7 * i + 3) % n]])
+    model.minimize(sum(int(w) * y for w, y in zip(rng.integers(1, 1000, n), ys, strict=True)))
+    return model
 
-    from raptor_cp.models.solve import WALL_CAP_FACTOR, WALL_CAP_SLACK_S, SolveSettings, run_cpsat
 
+def test_deterministic_runs_have_no_wall_clock_limit_by_default() -> None:
     model = cp_model.CpModel()
     x = model.new_int_var(0, 10, "x")
     model.minimize(x)
     run = run_cpsat(model, SolveSettings(time_limit_s=1.0, workers=1))
     assert (run.objective, run.wall_capped) == (0, False)
-    cap = WALL_CAP_FACTOR * 1.0 + WALL_CAP_SLACK_S
-    assert run.solver.parameters.max_time_in_seconds == cap
+    assert run.solver.parameters.max_time_in_seconds == float("inf")
+
+
+def test_a_run_the_wall_cap_stops_is_marked_wall_capped() -> None:
+    settings = SolveSettings(time_limit_s=1000.0, workers=1, wall_cap_s=0.05)
+    run = run_cpsat(_hard_model(), settings)
+    assert run.solver.parameters.max_time_in_seconds == 0.05
+    assert run.deterministic_time < 1000.0
+    assert run.status in (Status.FEASIBLE, Status.NOT_FOUND)
+    assert run.wall_capped
+
+
+def test_a_run_its_deterministic_budget_stops_is_not_wall_capped() -> None:
+    run = run_cpsat(_hard_model(), SolveSettings(time_limit_s=0.05, workers=1, wall_cap_s=600.0))
+    assert run.status in (Status.FEASIBLE, Status.NOT_FOUND)
+    assert not run.wall_capped

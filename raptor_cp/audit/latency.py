@@ -68,14 +68,14 @@ def audit_latency(
     bounds = lower_bounds(problem.graph, problem.target)
     schedule, makespan, failure, notes, heuristic_wall = _run_heuristic(problem, heuristic_solver)
     status = objective = bound = skipped = None
-    cpsat_wall = 0.0
+    cpsat_wall, capped = 0.0, False
     plan = cpsat_model.plan(problem)
     if plan.too_large:
         skipped = f"too large: {plan.describe_size()}"
     else:
         solution = cpsat_model.solve(problem, hint=schedule)
         status, objective, bound = solution.status, solution.objective, solution.bound
-        cpsat_wall = solution.wall_s
+        cpsat_wall, capped = solution.wall_s, bool(solution.details.get("wall_capped"))
     best_bound = max(bounds.makespan_ns, bound or 0)
     found = disagreements(notes, makespan, None, status, objective, best_bound, LATENCY_WORDS)
     return AuditRecord(
@@ -95,4 +95,5 @@ def audit_latency(
         cpsat_wall_s=cpsat_wall,
         cpsat_skipped=skipped,
         disagreements=found,
+        cpsat_wall_capped=capped,
     )

@@ -156,6 +156,7 @@ def audit_partition(
         cpsat_wall_s=0.0 if cpsat is None else cpsat.wall_s,
         cpsat_skipped=comparison.skipped,
         disagreements=found,
+        cpsat_wall_capped=cpsat is not None and bool(cpsat.details.get("wall_capped")),
     )
     details = PartitionDetails(
         instance=name,

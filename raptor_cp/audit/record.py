@@ -108,6 +108,9 @@ class AuditRecord:
     cpsat_wall_s: float
     cpsat_skipped: str | None
     disagreements: tuple[str, ...]
+    cpsat_wall_capped: bool = False
+    """CP-SAT was stopped by the wall-clock cap, not its deterministic budget: its
+    status, objective and bound depend on the machine (`raptor_cp.models.solve`)."""
 
     @property
     def lower_bound(self) -> int:

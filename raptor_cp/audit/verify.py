@@ -13,8 +13,8 @@ report), then audits each one in the chosen mode:
   selection (the ``beam`` solver) against the exact optimum of its own cost
   proxy (`raptor_cp.audit.selection`), one more record per model;
 * ``packing``: per model, the initial partition as ``compile`` builds it, then
-  per stage the reuse-first stage packer against the CP-SAT packing model
-  (`raptor_cp.audit.packing`).
+  per stage the reuse-first stage packer against the CP-SAT packing model and
+  the stage's lower bounds on cores and demand (`raptor_cp.audit.packing`).
 
 The report is a function of the inputs and the settings: CP-SAT runs with a
 deterministic-time budget, a fixed seed and, with several workers, interleaved
@@ -29,17 +29,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from raptor_cp.audit.packing import PackingBounds
 from raptor_cp.audit.partition import PartitionDetails
 from raptor_cp.audit.record import AuditRecord
 from raptor_cp.errors import InvalidInputError, NotFoundWithinBudgetError
 from raptor_cp.flows import DEFAULT_PIPELINE_DEPTH, DEFAULT_SCHEDULER, Progress, lower
 from raptor_cp.problems import LatencyProblem, PartitionProblem
-from raptor_cp.reports.output import format_ns
+from raptor_cp.reports.output import count, format_ns
 from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target
 
 if TYPE_CHECKING:
     from raptor_cp.audit.selection import SelectionDetails
     from raptor_cp.graph import ComputeGraph
+    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.pipeline.units import UnitCosts
     from raptor_cp.targets.base import SchedulingTarget
 
@@ -72,6 +74,16 @@ class VerifySettings:
     mode: str = "latency"
     pipeline: int = DEFAULT_PIPELINE_DEPTH
     """Pipeline depth of the ``pipeline`` and ``packing`` audits."""
+    cores: int | None = None
+    """Scale the target to this many cores (``--cores``)."""
+    wall_cap_s: float | None = None
+    """Wall-clock cap of each CP-SAT run (``--wall-cap``); None: deterministic time only."""
+
+    def solve_settings(self) -> SolveSettings:
+        """The CP-SAT settings of every run: deterministic, with the optional wall cap."""
+        from raptor_cp.models.solve import SolveSettings
+
+        return SolveSettings(self.time_limit_s, self.workers, wall_cap_s=self.wall_cap_s)
 
     def __post_init__(self) -> None:
         if self.mode not in VERIFY_MODES:
@@ -96,16 +108,21 @@ class VerifySettings:
         }
         if self.mode != "latency":
             settings["pipeline"] = self.pipeline
+        if self.cores is not None:
+            settings["cores"] = self.cores
+        settings["wall_cap_s"] = self.wall_cap_s
         return settings
 
     def describe(self) -> str:
         """The settings as one Markdown line under the audit table."""
         depth = "" if self.mode == "latency" else f", pipeline depth {self.pipeline}"
+        target = self.target if self.cores is None else f"{self.target} --cores {self.cores}"
         return (
-            f"Settings: mode {self.mode}, target {self.target}, heuristic {self.heuristic}{depth}, "
+            f"Settings: mode {self.mode}, target {target}, heuristic {self.heuristic}{depth}, "
             f"CP-SAT time limit {self.time_limit_s:g} deterministic-time units per instance, "
             f"workers {self.workers}, lanes {'auto' if self.lanes is None else self.lanes}, bits "
-            f"{'of the model' if self.bits is None else self.bits}."
+            f"{'of the model' if self.bits is None else self.bits}"
+            + ("." if self.wall_cap_s is None else f", wall-clock cap {self.wall_cap_s:g} s.")
         )
 
 
@@ -120,6 +137,8 @@ class VerifyReport:
     warnings: tuple[str, ...]
     selection: tuple[SelectionDetails, ...] = ()
     """The selection audit's queue evidence (``pipeline`` mode only)."""
+    packing_bounds: tuple[PackingBounds, ...] = ()
+    """Every audited stage's lower bounds (``packing`` mode only)."""
 
     @property
     def disagrees(self) -> bool:
@@ -164,7 +183,7 @@ def verify(
     input file or target before any instance is solved.
     """
     paths = expand_models(models)
-    target = resolve_target(settings.target)
+    target = resolve_target(settings.target, settings.cores)
     warnings = tuple(target.warnings)
     for warning in warnings:
         progress("warning", warning)
@@ -173,8 +192,10 @@ def verify(
         records = _audit_latency(instances, settings, progress)
         return VerifyReport(tuple(records), (), settings, warnings)
     batch = [_pipeline_instance(path, target, settings) for path in paths]
-    records, details, selection = _audit_pipeline(batch, settings, target, progress)
-    return VerifyReport(tuple(records), tuple(details), settings, warnings, tuple(selection))
+    records, details, selection, bounds = _audit_pipeline(batch, settings, target, progress)
+    return VerifyReport(
+        tuple(records), tuple(details), settings, warnings, tuple(selection), tuple(bounds)
+    )
 
 
 def outcome(record: AuditRecord) -> str:
@@ -209,14 +230,14 @@ def _audit_latency(
 ) -> list[AuditRecord]:
     from raptor_cp.audit.latency import audit_latency
     from raptor_cp.models.latency import CpSatLatencyModel
-    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.solvers import make_solver
 
     heuristic = make_solver(LatencyProblem, settings.scheduler)
-    exact = CpSatLatencyModel(SolveSettings(settings.time_limit_s, settings.workers))
+    exact = CpSatLatencyModel(settings.solve_settings())
     records = []
     for i, (name, problem) in enumerate(instances, start=1):
-        progress("audit-start", f"[{i}/{len(instances)}] {name}: {problem.graph.num_tasks} tasks")
+        tasks = count(problem.graph.num_tasks, "task")
+        progress("audit-start", f"[{i}/{len(instances)}] {name}: {tasks}")
         record = audit_latency(problem, heuristic, exact, name)
         progress("audit", outcome(record))
         records.append(record)
@@ -252,14 +273,20 @@ def _audit_pipeline(
     settings: VerifySettings,
     target: SchedulingTarget,
     progress: Progress,
-) -> tuple[list[AuditRecord], list[PartitionDetails], list[SelectionDetails]]:
-    """Audit each instance (mode ``pipeline`` or ``packing``), one progress line each."""
+) -> tuple[list[AuditRecord], list[PartitionDetails], list[SelectionDetails], list[PackingBounds]]:
+    """Audit each instance (mode ``pipeline`` or ``packing``), one progress line each.
+
+    Besides the records: the partition audits' quantization details and the
+    selection audits' queue evidence (``pipeline``) or every audited stage's
+    lower bounds (``packing``).
+    """
     records: list[AuditRecord] = []
     details: list[PartitionDetails] = []
     selections: list[SelectionDetails] = []
+    bounds: list[PackingBounds] = []
     for i, instance in enumerate(instances, start=1):
         groups = instance.problem.num_groups
-        progress("audit-start", f"[{i}/{len(instances)}] {instance.name}: {groups} groups")
+        progress("audit-start", f"[{i}/{len(instances)}] {instance.name}: {count(groups, 'group')}")
         if settings.mode == "pipeline":
             record, detail = _audit_partition(instance, settings, target)
             chosen, evidence = _audit_selection(instance, settings, target)
@@ -268,11 +295,12 @@ def _audit_pipeline(
             selections.append(evidence)
             outcomes = [outcome(record), outcome(chosen)]
         else:
-            stage_records = _audit_stages(instance, settings, target)
+            stage_records, stage_bounds = _audit_stages(instance, settings, target)
             records.extend(stage_records)
-            outcomes = [f"{len(stage_records)} stages"] + [outcome(r) for r in stage_records]
+            bounds.extend(stage_bounds)
+            outcomes = [count(len(stage_records), "stage")] + [outcome(r) for r in stage_records]
         progress("audit", "; ".join(outcomes))
-    return records, details, selections
+    return records, details, selections, bounds
 
 
 def _audit_selection(
@@ -280,12 +308,9 @@ def _audit_selection(
 ) -> tuple[AuditRecord, SelectionDetails]:
     from raptor_cp.audit.selection import audit_selection
     from raptor_cp.models.partition import CpSatPartitionModel
-    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.problems import PipelineProblem
 
-    model = CpSatPartitionModel(
-        SolveSettings(settings.time_limit_s, settings.workers), max_entries=SELECTION_MAX_ENTRIES
-    )
+    model = CpSatPartitionModel(settings.solve_settings(), max_entries=SELECTION_MAX_ENTRIES)
     problem = PipelineProblem(instance.graph, target, settings.pipeline)
     return audit_selection(problem, model, instance.name)
 
@@ -296,10 +321,9 @@ def _audit_partition(
     from raptor_cp.audit.partition import audit_partition
     from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
     from raptor_cp.models.partition import CpSatPartitionModel, partition_entries
-    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.pipeline.initial import tabulate_grid
 
-    model = CpSatPartitionModel(SolveSettings(settings.time_limit_s, settings.workers))
+    model = CpSatPartitionModel(settings.solve_settings())
     problem, costs = instance.problem, instance.costs
     if partition_entries(problem) <= model.max_entries:
         costs.tabulate(range(1, problem.cores + 1))
@@ -313,11 +337,10 @@ def _audit_partition(
 
 def _audit_stages(
     instance: _PipelineInstance, settings: VerifySettings, target: SchedulingTarget
-) -> list[AuditRecord]:
-    from raptor_cp.audit.packing import audit_packing
+) -> tuple[list[AuditRecord], list[PackingBounds]]:
+    from raptor_cp.audit.packing import audit_packing, packing_bounds
     from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, initial_partition
     from raptor_cp.models.packing import CpSatPackingModel
-    from raptor_cp.models.solve import SolveSettings
     from raptor_cp.pipeline.initial import final_stages, tabulate_grid
 
     problem, costs = instance.problem, instance.costs
@@ -327,15 +350,15 @@ def _audit_stages(
         raise NotFoundWithinBudgetError(
             f"{instance.name}: the prefix DP found no partition to audit the packing of"
         )
-    model = CpSatPackingModel(SolveSettings(settings.time_limit_s, settings.workers))
+    model = CpSatPackingModel(settings.solve_settings())
     group_stages = costs.stages(partition.stages)
     stages = final_stages(instance.graph, costs.costs, group_stages, problem.cores)
-    return [
-        audit_packing(
-            costs.costs.packing_problem(stage.first, stage.stop, stage.cores),
-            model,
+    problems = [
+        (
             f"{instance.name} stage {s}",
-            target.name,
+            costs.costs.packing_problem(stage.first, stage.stop, stage.cores),
         )
         for s, stage in enumerate(stages)
     ]
+    records = [audit_packing(stage, model, name, target.name) for name, stage in problems]
+    return records, [packing_bounds(stage, name) for name, stage in problems]

@@ -14,6 +14,7 @@ from raptor_cp.cli.compile import compile_command
 from raptor_cp.cli.cycle_ratio import cycle_ratio_command
 from raptor_cp.cli.exchange import exchange_command
 from raptor_cp.cli.inspect import inspect_command
+from raptor_cp.cli.pack import pack_command
 from raptor_cp.cli.periodic import periodic_command
 from raptor_cp.cli.report import report_command
 from raptor_cp.cli.verify import verify_command
@@ -21,7 +22,12 @@ from raptor_cp.cli.verify import verify_command
 
 @click.group(cls=RaptorGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="raptor-cp")
-def main() -> None:
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="On an internal error, show Python's traceback instead of the one-line message.",
+)
+def main(debug: bool) -> None:
     """Schedule deep-learning compute graphs onto spatial accelerators.
 
     MODEL is an ONNX file, a PIMCOMP-NN node list (.json), a raptor task graph
@@ -38,5 +44,6 @@ for _command in (
     periodic_command,
     exchange_command,
     report_command,
+    pack_command,
 ):
     main.add_command(_command)

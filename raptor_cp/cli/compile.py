@@ -17,6 +17,7 @@ from raptor_cp.cli.common import (
     Reporter,
     UserError,
     bits_option,
+    cores_option,
     json_option,
     lanes_option,
     model_argument,
@@ -34,6 +35,7 @@ DEFAULT_OUT = Path("raptor-out")
 @click.command("compile", short_help="Schedule a model; write schedule.json, trace.json.")
 @model_argument
 @target_option
+@cores_option
 @click.option(
     "--mode",
     type=click.Choice(["latency", "pipeline"]),
@@ -114,6 +116,7 @@ DEFAULT_OUT = Path("raptor-out")
 def compile_command(
     model: Path | None,
     target: str,
+    cores: int | None,
     mode: str,
     pipeline: int | None,
     pipeline_method: str | None,
@@ -137,7 +140,11 @@ def compile_command(
     reports/pipeline_selection.json instead (see docs/cli.md).
     """
     from raptor_cp.flows import ExchangeNotAdmittedError, compile
-    from raptor_cp.reports.compile_output import write_admission_failure, write_compile_output
+    from raptor_cp.reports.compile_output import (
+        check_output,
+        write_admission_failure,
+        write_compile_output,
+    )
 
     depth = _pipeline_depth(click.get_current_context(), mode, pipeline, plot)
     if depth is not None and exchange_budget is not None:
@@ -154,8 +161,8 @@ def compile_command(
             exchange_schedule_finalists,
             fragment_limit,
         )
-    progress = Reporter(quiet=as_json)
-    with model_path(model, example) as path:
+    check_output(out)
+    with Reporter(quiet=as_json) as progress, model_path(model, example) as path:
         try:
             result = compile(
                 path,
@@ -164,6 +171,7 @@ def compile_command(
                 pipeline_method=pipeline_method,
                 scheduler=scheduler,
                 lanes=lanes,
+                cores=cores,
                 bits=bits,
                 periodic=periodic_diagnostics,
                 exchange_budget=exchange_budget,
@@ -212,11 +220,44 @@ def summary_line(summary: dict[str, Any]) -> str:
             f"{summary['model']} on {summary['target']}: {summary['tasks']} tasks in {stages} "
             f"on {where}, interval {format_ns(summary['interval_ns'])} "
             f"({summary['interval_source']}; lower bound "
-            f"{format_ns(summary['lower_bound_ns'])}), pipeline depth {summary['pipeline']}, "
-            f"wrote {summary['out']}/"
+            f"{format_ns(summary['lower_bound_ns'])}{_far_from_bound(summary)}), pipeline depth "
+            f"{summary['pipeline']}, wrote {summary['out']}/"
         )
     return (
         f"{summary['model']} on {summary['target']}: {summary['tasks']} tasks on {where}, "
         f"makespan {format_ns(summary['makespan_ns'])} (lower bound "
-        f"{format_ns(summary['lower_bound_ns'])}), {summary['scheduler']}, wrote {summary['out']}/"
+        f"{format_ns(summary['lower_bound_ns'])}{_far_from_bound(summary)}), "
+        f"{summary['scheduler']}, wrote {summary['out']}/"
+    )
+
+
+FAR_FROM_BOUND = 2.0
+"""A makespan at least this many times its lower bound is called out in the summary line."""
+
+
+def _far_from_bound(summary: dict[str, Any]) -> str:
+    """What holds a result at `FAR_FROM_BOUND` times its lower bound or more; else nothing.
+
+    Latency: ``"; 5.5x the bound: 83 % of the critical chain is tasks queueing on
+    busy cores"`` (`raptor_cp.critical_chain`). Pipeline: ``"; 3.1x the bound, set by
+    queue recurrence"``, the term of the reported interval that binds
+    (`raptor_cp.flows.PipelineResult.interval_binding`).
+    """
+    from raptor_cp.critical_chain import BINDING_WORDS
+
+    pipeline = summary["mode"] == "pipeline"
+    value = summary["interval_ns" if pipeline else "makespan_ns"]
+    bound = summary["lower_bound_ns"]
+    if bound <= 0 or value < FAR_FROM_BOUND * bound:
+        return ""
+    if pipeline:
+        binding = summary["interval_binding"].replace("_", " ")
+        return f"; {value / bound:.1f}x the bound, set by {binding}"
+    chain = summary["critical_chain"]
+    binding = chain["binding"]
+    total = chain["dependency_ns"] + chain["transfer_ns"] + chain["queue_ns"]
+    share = 100 * chain[f"{binding}_ns"] / total if total else 0.0
+    return (
+        f"; {value / bound:.1f}x the bound: {share:.0f} % of the critical chain is "
+        f"{BINDING_WORDS[binding]}"
     )

@@ -31,7 +31,7 @@ import click
 
 if TYPE_CHECKING:
     from raptor_cp.periodic.cycle_ratio import CycleRatio
-    from raptor_cp.periodic.graph import PeriodicGraph
+    from raptor_cp.periodic.dasdan import DasdanGraph
 
 
 @click.command("cycle-ratio", short_help="Maximum/minimum cycle ratio of a Dasdan .d graph.")
@@ -66,8 +66,8 @@ def cycle_ratio_command(graph: Path, minimum: bool, method: str, as_json: bool) 
     try:
         result = solve(parsed.graph, method)
     except DeadlockError as error:
-        raise UserError(_deadlock(graph, parsed.graph, error.cycle)) from None
-    report = _report(graph, parsed.name, parsed.graph, result, minimum, method)
+        raise UserError(_deadlock(graph, parsed, error.cycle)) from None
+    report = _report(graph, parsed, result, minimum, method)
     if as_json:
         click.echo(json.dumps(report, sort_keys=True))
         return
@@ -75,24 +75,28 @@ def cycle_ratio_command(graph: Path, minimum: bool, method: str, as_json: bool) 
         click.echo(line)
 
 
-def _deadlock(path: Path, graph: PeriodicGraph, cycle: tuple[int, ...]) -> str:
+def _file_nodes(parsed: DasdanGraph, cycle: tuple[int, ...]) -> list[int]:
+    """The file's node ids of the sources of ``cycle``'s arcs."""
+    return [parsed.node_ids[int(parsed.graph.u[e])] for e in cycle]
+
+
+def _deadlock(path: Path, parsed: DasdanGraph, cycle: tuple[int, ...]) -> str:
     from raptor_cp.periodic.cycle_ratio import cycle_text
 
-    nodes = cycle_text([int(graph.u[e]) + 1 for e in cycle])
+    nodes = cycle_text(_file_nodes(parsed, cycle))
     return f"{path}: deadlock: cycle of zero-transit arcs through nodes {nodes}; no finite ratio"
 
 
 def _report(
     path: Path,
-    name: str,
-    graph: PeriodicGraph,
+    parsed: DasdanGraph,
     result: CycleRatio | None,
     minimum: bool,
     method: str,
 ) -> dict[str, Any]:
     report: dict[str, Any] = {
         "graph": str(path),
-        "name": name,
+        "name": parsed.name,
         "objective": "min" if minimum else "max",
         "method": method,
     }
@@ -105,7 +109,7 @@ def _report(
         "value": float(result.ratio),
         "exact": result.exact,
         "bound": _fraction(result.bound),
-        "cycle": [int(graph.u[e]) + 1 for e in result.cycle],
+        "cycle": _file_nodes(parsed, result.cycle),
         "arcs": [e + 1 for e in result.cycle],
         "weight": result.witness.delay,
         "transit": result.witness.distance,

@@ -156,17 +156,20 @@ def _ns(value: float | None) -> str:
 
 def summary_lines(document: dict[str, Any]) -> list[str]:
     """The human-readable summary of a periodic document."""
+    from raptor_cp.reports.output import count
+
     if document["status"] == "unavailable":
         return [
-            f"{document['source']} on {document['target']}: {document['instructions']} "
-            "instructions",
+            f"{document['source']} on {document['target']}: "
+            f"{count(document['instructions'], 'instruction')}",
             f"unavailable: {document['reason']}",
         ]
     recurrence = document["recurrence"]
     lines = [
-        f"{document['source']} on {document['target']}: {document['instructions']} "
-        f"instructions, {document['events']} events, {document['dependencies']} dependencies, "
-        f"{len(document['active_cores'])} active core(s)"
+        f"{document['source']} on {document['target']}: "
+        f"{count(document['instructions'], 'instruction')}, {count(document['events'], 'event')}, "
+        f"{count(document['dependencies'], 'dependency', 'dependencies')}, "
+        f"{count(len(document['active_cores']), 'active core')}"
     ]
     if recurrence["status"] == "deadlock":
         cycle = " -> ".join(
@@ -182,8 +185,9 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
         cores = ", ".join(map(str, witness["cores"])) or "none"
         lines.append(
             f"recurrence: {_ns(recurrence['interval_ns'])} (ratio {recurrence['ratio']}, "
-            f"{recurrence['method']}); critical cycle of {witness['length']} dependencies "
-            f"through core(s) {cores}"
+            f"{recurrence['method']}); critical cycle of "
+            f"{count(witness['length'], 'dependency', 'dependencies')} through "
+            f"{'core' if len(witness['cores']) == 1 else 'cores'} {cores}"
         )
     check = document.get("cross_check")
     if check is not None:

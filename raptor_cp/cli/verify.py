@@ -16,7 +16,16 @@ from pathlib import Path
 
 import click
 
-from raptor_cp.cli.common import Reporter, bits_option, json_option, lanes_option, target_option
+from raptor_cp.cli.common import (
+    MAX_WORKERS,
+    PositiveFinite,
+    Reporter,
+    bits_option,
+    cores_option,
+    json_option,
+    lanes_option,
+    target_option,
+)
 from raptor_cp.flows import DEFAULT_PIPELINE_DEPTH, DEFAULT_SCHEDULER
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.solvers import methods
@@ -42,6 +51,7 @@ from raptor_cp.solvers import methods
     help="Pipeline depth of the pipeline and packing audits.",
 )
 @target_option
+@cores_option
 @click.option(
     "--scheduler",
     type=click.Choice([m for m in methods(LatencyProblem) if m != "cpsat"]),
@@ -51,15 +61,26 @@ from raptor_cp.solvers import methods
 )
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
+    type=PositiveFinite(),
     default=10.0,
     show_default=True,
     help="CP-SAT budget per instance, in deterministic-time units (not wall seconds).",
 )
+@click.option(
+    "--wall-cap",
+    type=PositiveFinite(),
+    help="Stop each CP-SAT run after this many wall-clock seconds even if its "
+    "deterministic budget is not spent (default: no cap). Results it cuts are marked "
+    "wall_capped and depend on the machine.",
+)
 @lanes_option
 @bits_option
 @click.option(
-    "--workers", type=click.IntRange(min=1), default=8, show_default=True, help="CP-SAT workers."
+    "--workers",
+    type=click.IntRange(min=1, max=MAX_WORKERS),
+    default=8,
+    show_default=True,
+    help=f"CP-SAT workers, 1..{MAX_WORKERS}.",
 )
 @json_option
 @click.option("--out", type=click.Path(path_type=Path), help="Also write the report to this file.")
@@ -70,8 +91,10 @@ def verify_command(
     mode: str,
     pipeline: int,
     target: str,
+    cores: int | None,
     scheduler: str,
     time_limit: float,
+    wall_cap: float | None,
     lanes: int | None,
     bits: int | None,
     workers: int,
@@ -86,7 +109,9 @@ def verify_command(
     from raptor_cp.reports.audit import verify_json, verify_markdown
     from raptor_cp.reports.output import dumps, staged_file
 
-    settings = VerifySettings(target, scheduler, time_limit, workers, lanes, bits, mode, pipeline)
+    settings = VerifySettings(
+        target, scheduler, time_limit, workers, lanes, bits, mode, pipeline, cores, wall_cap
+    )
     paths = expand_models(models)
     with staged_file(out) as staging:
         report = verify(paths, settings, Reporter(quiet=as_json))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.limits import MAX_CORES
 
 
 class TransferMode(enum.Enum):
@@ -370,6 +371,8 @@ class _Validator:
         plan = self.plan
         if plan.tiles < 1 or plan.max_transfer_words < 1:
             self.fail("plan", "tiles and max_transfer_words must be >= 1")
+        if plan.tiles > MAX_CORES:
+            self.fail("plan", f"{plan.tiles} tiles exceed the limit of {MAX_CORES:,} (docs/cli.md)")
         bad = _first((self.allocation_tile < 0) | (self.allocation_tile >= plan.tiles))
         if bad is not None:
             self.fail(

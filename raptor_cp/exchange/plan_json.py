@@ -35,6 +35,7 @@ from raptor_cp.exchange.plan import (
     TransferMode,
 )
 from raptor_cp.files import read_json
+from raptor_cp.limits import MAX_INTEGER
 
 FORMAT = "raptor-exchange-plan"
 VERSION = 1
@@ -98,6 +99,11 @@ def load_plan(path: str | Path) -> ExchangePlan:
     return plan_from_json(read_json(path), str(path))
 
 
+def _integer(value: object) -> bool:
+    """An integer (not a bool) within ``[-2^53, 2^53]`` (`raptor_cp.limits`)."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_INTEGER
+
+
 class _Reader:
     """Typed access to a parsed JSON document; every error names the field path."""
 
@@ -123,18 +129,20 @@ class _Reader:
         value = data.get(key, default)
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.fail(f"{field}.{key}", "an integer")
+        if not _integer(value):
+            raise self.fail(f"{field}.{key}", "an integer within 2^53")
         return value
 
     def address(self, value: object, field: str) -> Address:
         pair = self.as_list(value, field)
-        if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
+        if len(pair) != 2 or not all(_integer(v) for v in pair):
             raise self.fail(field, "[allocation, byte offset] integers")
         return Address(int(pair[0]), int(pair[1]))  # type: ignore[arg-type]
 
     def send(self, value: object, field: str) -> Send:
         data = self.as_obj(value, field)
         receivers = self.as_list(data.get("receivers"), f"{field}.receivers")
-        if not all(isinstance(r, int) and not isinstance(r, bool) for r in receivers):
+        if not all(_integer(r) for r in receivers):
             raise self.fail(f"{field}.receivers", "a list of tile integers")
         mode = data.get("mode", TransferMode.ORDINARY.value)
         if mode not in ("ordinary", "paired"):
@@ -202,7 +210,7 @@ def plan_from_json(data: object, source: str) -> ExchangePlan:
         else:
             steps.append(read.phase(entry, field))
     compute = read.as_list(top.get("compute_ns", []), "compute_ns")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in compute):
+    if not all(_integer(v) for v in compute):
         raise read.fail("compute_ns", "a list of integers")
     return ExchangePlan(
         name=source,

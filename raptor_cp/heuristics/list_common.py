@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
@@ -51,18 +52,56 @@ class TransferRows:
     """``transfer_ns(src, p, nbytes, direct)`` for every core ``p`` as one array, memoised.
 
     DNN graphs repeat a few tensor sizes, so most rows come from the cache; the
-    cache is bounded so random byte counts cannot exhaust memory.
+    cache is bounded, in rows and in total entries (``2^22`` int64, 32 MiB), so
+    random byte counts or many cores cannot exhaust memory. On a target with
+    `SchedulingTarget.uniform_transfers` a row is built in ``O(P)`` from one
+    memoised price per byte count and nothing of size ``P`` is kept.
     """
 
     def __init__(self, target: SchedulingTarget, cache_rows: int = 4096) -> None:
-        cores = range(target.cores)
+        cores = target.cores
+        if target.uniform_transfers:
+            self.row = uniform_rows(target, cache_rows)
+            return
 
         def row(src: int, nbytes: int, direct: bool = False) -> np.ndarray:
-            values = np.array([target.transfer_ns(src, p, nbytes, direct) for p in cores], np.int64)
+            values = np.array(
+                [target.transfer_ns(src, p, nbytes, direct) for p in range(cores)], np.int64
+            )
             values.setflags(write=False)
             return values
 
-        self.row = lru_cache(maxsize=cache_rows)(row)
+        self.row = lru_cache(maxsize=min(cache_rows, max(16, CACHE_ENTRIES // cores)))(row)
+
+
+CACHE_ENTRIES = 1 << 22
+"""Most int64 entries a transfer-row cache keeps (32 MiB)."""
+
+
+def uniform_price(target: SchedulingTarget, cache_sizes: int) -> Callable[[int, bool], int]:
+    """``price(nbytes, direct)``: a uniform target's transfer between distinct cores, memoised."""
+    cores = target.cores
+
+    def price(nbytes: int, direct: bool = False) -> int:
+        return target.transfer_ns(0, 1, nbytes, direct) if cores > 1 else 0
+
+    return lru_cache(maxsize=cache_sizes)(price)
+
+
+def uniform_rows(
+    target: SchedulingTarget, cache_sizes: int
+) -> Callable[[int, int, bool], np.ndarray]:
+    """``row(src, nbytes, direct)`` of a target with uniform transfers: the price everywhere
+    but ``src``, built in ``O(P)`` (nothing of size ``P`` is kept)."""
+    cores = target.cores
+    price = uniform_price(target, cache_sizes)
+
+    def row(src: int, nbytes: int, direct: bool = False) -> np.ndarray:
+        values = np.full(cores, price(nbytes, direct), dtype=np.int64)
+        values[src] = 0
+        return values
+
+    return row
 
 
 def data_ready_ns(
@@ -158,7 +197,8 @@ class ResidentWeights:
         self.capacity = np.array([target.capacity(p) for p in range(target.cores)], np.int64)
         self.used = np.zeros(target.cores, dtype=np.int64)
         self.binding = int(graph.weight_size.sum()) > int(self.capacity.min())
-        self._resident = np.zeros((graph.num_weights, target.cores), dtype=bool)
+        # which weight is resident where: W x P, needed (and allocated) only when binding
+        self._resident = np.zeros((graph.num_weights, target.cores * self.binding), dtype=bool)
         self._all = np.ones(target.cores, dtype=bool)
         self._ids: dict[int, np.ndarray] = {}
 

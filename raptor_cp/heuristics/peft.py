@@ -61,7 +61,9 @@ table lookup per distinct byte count; otherwise it asks the target per core.
 Cost: ``O(E · P)`` for the table and for the data-ready times, ``O(T log T)``
 for the order, plus the gap searches, which can remain superlinear (the seeds
 say so too): on 10^5-task layered graphs over 168 cores they dominate the run.
-Memory: the ``T x P`` int64 table.
+Memory: the ``T x P`` int64 table with per-core costs, a ``T`` vector without
+(`optimistic_cost_table`); ``O(P)`` per core otherwise (timelines, the idle-gap
+index with one row per core, transfer rows).
 
 References
 ----------
@@ -91,6 +93,8 @@ from raptor_cp.heuristics.list_common import (
     TransferRows,
     data_ready_ns,
     list_order,
+    uniform_price,
+    uniform_rows,
 )
 from raptor_cp.heuristics.resident_packing import (
     MAX_REPLAYS,
@@ -109,25 +113,36 @@ _PROBE_BYTES = (1, 1 << 20)
 class HopTransferRows(TransferRows):
     """`TransferRows` priced from hop distances: one lookup per (byte count, hops).
 
-    The constructor computes every core pair's hop distance once and checks, for
+    On a target with `SchedulingTarget.uniform_transfers` the rows are those of
+    `uniform_rows` (``O(P)``, no table; trivially hop-invariant). Otherwise the
+    constructor computes every core pair's hop distance once and checks, for
     two probe sizes (1 byte and 1 MiB: latency- and bandwidth-dominated), that
     ``transfer_ns`` equals the value of one representative pair at the same
     distance; ``O(P²)`` target calls, once per solve, or one array each from an
     exchange machine's ``hop_matrix()`` and ``transfer_matrix_ns(nbytes)``
-    (`SchedulingTarget.exchange`: the IPU, whose 1,472 tiles make 2·10⁶ pairs).
-    If the target passes, the row for ``(src, nbytes)`` is the per-distance cost
-    vector of ``nbytes`` (memoised per byte count) indexed by ``src``'s hop row;
-    otherwise the exact per-core rows of `TransferRows` are used.
+    (`SchedulingTarget.exchange`), and a ``P x P`` int32 table. If the target
+    passes, the row for ``(src, nbytes)`` is the per-distance cost vector of
+    ``nbytes`` (memoised per byte count) indexed by ``src``'s hop row; otherwise
+    the exact per-core rows of `TransferRows` are used.
     """
 
     hop_invariant: bool = False
-    """True when rows come from the hop-distance tables."""
+    """True when rows come from the hop-distance tables (or are uniform)."""
     two_classes: bool = False
     """True when, besides, the only distances are 0 (the same core) and 1 (any other)."""
 
     def __init__(self, target: SchedulingTarget, cache_sizes: int = 65_536) -> None:
         super().__init__(target)
         cores = self._cores = target.cores
+        if target.uniform_transfers:
+            price = uniform_price(target, cache_sizes)
+            self.row = uniform_rows(target, cache_sizes)
+            self._costs = lambda nbytes, direct=False: np.array(
+                [0, price(nbytes, direct)], np.int64
+            )
+            self.hop_invariant = True
+            self.two_classes = cores > 1
+            return
         machine = target.exchange()
         pair_matrix = None if machine is None else machine.transfer_matrix_ns
         if machine is not None:
@@ -138,21 +153,24 @@ class HopTransferRows(TransferRows):
             )
         distances, first = np.unique(hops, return_index=True)
         pairs = [divmod(int(i), cores) for i in first]
-        position = np.searchsorted(distances, hops)
+        position = np.searchsorted(distances, hops).astype(np.int32)
+        only_self_at_zero = bool(np.array_equal(hops == 0, np.eye(cores, dtype=bool)))
+        del hops
 
         def by_distance(nbytes: int, direct: bool = False) -> np.ndarray:
             return np.array([target.transfer_ns(a, b, nbytes, direct) for a, b in pairs], np.int64)
 
         for nbytes in _PROBE_BYTES:
+            reference = by_distance(nbytes)
             if pair_matrix is not None:
-                exact = np.asarray(pair_matrix(nbytes), dtype=np.int64).ravel()
-            else:
-                exact = np.array(
-                    [target.transfer_ns(a, b, nbytes) for a in range(cores) for b in range(cores)],
-                    dtype=np.int64,
-                )
-            if not np.array_equal(exact, by_distance(nbytes)[position].ravel()):
-                return
+                exact = np.asarray(pair_matrix(nbytes), dtype=np.int64)
+                if not np.array_equal(exact, reference[position]):
+                    return
+                continue
+            for a in range(cores):
+                row = [target.transfer_ns(a, b, nbytes) for b in range(cores)]
+                if not np.array_equal(row, reference[position[a]]):
+                    return
         costs = lru_cache(maxsize=cache_sizes)(by_distance)
 
         def row(src: int, nbytes: int, direct: bool = False) -> np.ndarray:
@@ -161,9 +179,7 @@ class HopTransferRows(TransferRows):
         self.row = row
         self._costs = costs
         self.hop_invariant = True
-        self.two_classes = distances.tolist() == [0, 1] and bool(
-            np.array_equal(hops == 0, np.eye(cores, dtype=bool))
-        )
+        self.two_classes = distances.tolist() == [0, 1] and only_self_at_zero
 
     def data_ready(
         self, graph: ComputeGraph, task: int, core: np.ndarray, finish: np.ndarray
@@ -251,6 +267,11 @@ def optimistic_cost_table(graph: ComputeGraph, target: SchedulingTarget) -> np.n
     return table
 
 
+def _rank(graph: ComputeGraph, table: np.ndarray) -> np.ndarray:
+    """PEFT's priority: the OCT row sum, or the one column (same order) without per-core costs."""
+    return table.sum(axis=1) if graph.core_cost is not None else table[:, 0]
+
+
 class _IdleGaps:
     """The idle gaps of every core, indexed for insertion queries.
 
@@ -262,15 +283,18 @@ class _IdleGaps:
     a factor ~1.09), which makes that test a vectorised necessary condition over all
     cores. Filling a gap leaves ``latest`` stale-high (still an upper bound); a
     search that scans a core to the end without a fit recomputes its row.
+    Thresholds stop at the first one above the ``longest`` duration queried (the
+    last level also holds every longer gap), so the index takes ``P x L`` int64
+    with ``L`` about ``12 + 11.4 log10(longest)``: 148 levels for 1 ms tasks.
     Zero-duration tasks fit between any two intervals and are left to
     `CoreTimelines.gap_start`, which finds them in ``O(log n)``.
     """
 
-    def __init__(self, cores: int) -> None:
+    def __init__(self, cores: int, longest: int) -> None:
         self._start: list[list[int]] = [[] for _ in range(cores)]
         self._end: list[list[int]] = [[] for _ in range(cores)]
         threshold = [1]
-        while threshold[-1] < 1 << 61:
+        while threshold[-1] <= longest:
             threshold.append(max(threshold[-1] + 1, threshold[-1] * 1091 // 1000))
         self._threshold = np.asarray(threshold, dtype=np.int64)
         self._rows = np.arange(cores)
@@ -352,7 +376,8 @@ def _peft_pass(
     start = np.zeros(graph.num_tasks, dtype=np.int64)
     finish = np.zeros(graph.num_tasks, dtype=np.int64)
     timelines = CoreTimelines(cores)
-    gaps = _IdleGaps(cores)
+    longest = (graph.cost if uniform else graph.core_cost).max(initial=0)
+    gaps = _IdleGaps(cores, int(longest))
     counters.passes += 1
     for task in order:
         eligible = reservations.eligible(task)
@@ -490,7 +515,7 @@ def peft_schedule(
     """
     graph, target = problem.graph, problem.target
     table = optimistic_cost_table(graph, target)
-    order = list_order(graph, table.sum(axis=1)).tolist()
+    order = list_order(graph, _rank(graph, table)).tolist()
     rows = HopTransferRows(target)
     counters = _Counters()
     tracked = Reservations(graph, target)

@@ -163,7 +163,10 @@ class CpSatJointModel:
     def extract(self, run: CpSatRun, variables: JointVars) -> JointSolution:
         """Stages from the group stages, core blocks from the core stages; checked."""
         problem = variables.problem
-        details: dict[str, object] = {"backend_status": run.backend_status}
+        details: dict[str, object] = {
+            "backend_status": run.backend_status,
+            "wall_capped": run.wall_capped,
+        }
         if not run.has_solution:
             return JointSolution(
                 None,

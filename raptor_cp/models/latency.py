@@ -60,7 +60,7 @@ from raptor_cp.models.solve import CpSatRun, SolveSettings, run_cpsat
 from raptor_cp.problems import LatencyProblem, LatencySolution, Status
 from raptor_cp.problems.latency import check_schedule
 from raptor_cp.schedule import Schedule
-from raptor_cp.targets.base import UNLIMITED_CAPACITY
+from raptor_cp.targets.base import UNLIMITED_CAPACITY, SchedulingTarget
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
@@ -88,7 +88,11 @@ class LatencyModelPlan:
     interchangeable_cores: bool
     capacity_limited: bool
     delay_tables: dict[tuple[int, bool], np.ndarray]
-    """Per distinct edge (byte count, direct receive), the ``P x P`` matrix of ``transfer_ns``."""
+    """``pairwise`` only: per distinct edge (byte count, direct receive), the ``P x P``
+    matrix of ``transfer_ns``."""
+    uniform_delays: dict[tuple[int, bool], int]
+    """``none`` and ``uniform``: per distinct edge (byte count, direct receive), the delay
+    between distinct cores."""
 
     @property
     def too_large(self) -> bool:
@@ -97,6 +101,12 @@ class LatencyModelPlan:
     def describe_size(self) -> str:
         """``"N literals"`` (or ``"at least N literals"``) for messages and audit records."""
         return f"{'' if self.size_is_exact else 'at least '}{self.size} literals"
+
+    def edge_delay(self, key: tuple[int, bool]) -> int:
+        """The dearest transfer of an edge of ``key`` (`edge_keys`) between two cores."""
+        if self.delay_tables:
+            return int(self.delay_tables[key].max())
+        return self.uniform_delays.get(key, 0)
 
 
 def edge_keys(graph: ComputeGraph) -> list[tuple[int, bool]]:
@@ -109,9 +119,12 @@ def plan_latency_model(
 ) -> LatencyModelPlan:
     """Decide the transfer formulation and count the model size of ``problem``.
 
-    Tabulates ``transfer_ns`` over all core pairs for each distinct byte count and
-    edge kind (`edge_keys`), stopping early once the instance is known to exceed
-    ``max_size``.
+    Decides per distinct byte count and edge kind (`edge_keys`) whether transfers
+    are uniform (one call on a target with `SchedulingTarget.uniform_transfers`,
+    else a scan of the core pairs that stops at the first pair that differs),
+    stopping early once the instance is known to exceed ``max_size``. ``P x P``
+    tables are kept only for a ``pairwise`` model within ``max_size``, so they
+    hold at most ``max_size`` entries in all.
     """
     graph, target = problem.graph, problem.target
     cores = target.cores
@@ -123,7 +136,11 @@ def plan_latency_model(
     interchangeable = same_costs and len(set(capacities)) == 1
 
     def plan(
-        transfer: str, size: int, exact: bool, tables: dict[tuple[int, bool], np.ndarray]
+        transfer: str,
+        size: int,
+        exact: bool,
+        tables: dict[tuple[int, bool], np.ndarray] | None = None,
+        delays: dict[tuple[int, bool], int] | None = None,
     ) -> LatencyModelPlan:
         return LatencyModelPlan(
             transfer=transfer,
@@ -132,40 +149,48 @@ def plan_latency_model(
             max_size=max_size,
             interchangeable_cores=interchangeable and transfer != "pairwise",
             capacity_limited=capacity_limited,
-            delay_tables=tables,
+            delay_tables=tables or {},
+            uniform_delays=delays or {},
         )
 
     if size > max_size:
-        return plan("unknown", size, False, {})
+        return plan("unknown", size, False)
     if cores == 1 or graph.num_edges == 0:
-        return plan("none", size, True, {})
-    off_diagonal = ~np.eye(cores, dtype=bool)
-    tables: dict[tuple[int, bool], np.ndarray] = {}
-    transfer = "none"
-    for key in sorted(set(edge_keys(graph))):
-        nbytes, direct = key
-        table = np.array(
-            [
-                [target.transfer_ns(p, q, nbytes, direct) for q in range(cores)]
-                for p in range(cores)
-            ],
-            dtype=np.int64,
-        )
-        tables[key] = table
-        delays = table[off_diagonal]
-        if (delays != delays[0]).any():
-            transfer = "pairwise"
+        return plan("none", size, True)
+    keys = sorted(set(edge_keys(graph)))
+    delays: dict[tuple[int, bool], int] = {}
+    for key in keys:
+        delay = _uniform_delay(target, *key)
+        if delay is None:
             pairwise_size = size + graph.num_edges * cores * cores
             if pairwise_size > max_size:
-                return plan(transfer, pairwise_size, True, {})
-        elif delays[0] > 0 and transfer == "none":
-            transfer = "uniform"
-    if transfer == "pairwise":
-        size += graph.num_edges * cores * cores
-    elif transfer == "uniform":
-        delayed = sum(int(tables[key][0, 1] > 0) for key in edge_keys(graph))
-        size += delayed * (cores + 1)
-    return plan(transfer, size, True, tables)
+                return plan("pairwise", pairwise_size, True)
+            tables = {k: _delay_table(target, *k) for k in keys}
+            return plan("pairwise", pairwise_size, True, tables=tables)
+        delays[key] = delay
+    if not any(delays.values()):
+        return plan("none", size, True, delays=delays)
+    delayed = sum(int(delays[key] > 0) for key in edge_keys(graph))
+    return plan("uniform", size + delayed * (cores + 1), True, delays=delays)
+
+
+def _uniform_delay(target: SchedulingTarget, nbytes: int, direct: bool) -> int | None:
+    """The transfer time between any two distinct cores, or None if pairs differ."""
+    delay = target.transfer_ns(0, 1, nbytes, direct)
+    if target.uniform_transfers:
+        return delay
+    cores = range(target.cores)
+    for p in cores:
+        if any(target.transfer_ns(p, q, nbytes, direct) != delay for q in cores if q != p):
+            return None
+    return delay
+
+
+def _delay_table(target: SchedulingTarget, nbytes: int, direct: bool) -> np.ndarray:
+    cores = range(target.cores)
+    return np.array(
+        [[target.transfer_ns(p, q, nbytes, direct) for q in cores] for p in cores], np.int64
+    )
 
 
 @dataclass(frozen=True)
@@ -241,10 +266,7 @@ class CpSatLatencyModel:
         cores, tasks = target.cores, graph.num_tasks
         costs = np.array([[graph.cost_on(t, p) for p in range(cores)] for t in range(tasks)])
         costs = costs.reshape(tasks, cores)
-        edge_delay = [
-            int(plan.delay_tables[key].max()) if plan.delay_tables else 0
-            for key in edge_keys(graph)
-        ]
+        edge_delay = [plan.edge_delay(key) for key in edge_keys(graph)]
         horizon = int(costs.max(axis=1, initial=0).sum()) + sum(edge_delay)
         topo = graph.topological_order.tolist()
         topo_rank = np.empty(tasks, dtype=np.int64)
@@ -306,8 +328,8 @@ class CpSatLatencyModel:
         edges = zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), edge_keys(graph), strict=True)
         for e, (t, s, key) in enumerate(edges):
             model.add(start[s] >= end[t])
-            if plan.transfer == "uniform" and plan.delay_tables[key][0, 1] > 0:
-                delay = int(plan.delay_tables[key][0, 1])
+            if plan.transfer == "uniform" and plan.uniform_delays[key] > 0:
+                delay = plan.uniform_delays[key]
                 same = model.new_bool_var(f"same[{e}]")
                 for p in range(cores):
                     model.add_bool_or([~same, ~on[t][p], on[s][p]])
@@ -358,6 +380,7 @@ class CpSatLatencyModel:
             "cpsat_objective": run.objective,
             "cpsat_bound": run.bound,
             "deterministic_time": run.deterministic_time,
+            "wall_capped": run.wall_capped,
             "transfer_model": variables.plan.transfer,
             "model_size": variables.plan.size,
             "symmetry_breaking": variables.plan.interchangeable_cores,

@@ -153,6 +153,7 @@ class CpSatPartitionModel:
             "backend_status": run.backend_status,
             "arcs": len(variables.arcs),
             "deterministic_time": run.deterministic_time,
+            "wall_capped": run.wall_capped,
         }
         if not run.has_solution:
             return PartitionSolution(

@@ -8,9 +8,15 @@ mean algorithms", ACM TODAES 2004; github.com/alidasdan/graph-benchmarks)::
     a <u> <v> <weight> <transit>      (m lines; nodes 1..n)
 
 Blank lines are skipped. Arc ``i`` (0-based, in file order) becomes edge ``i``
-from node ``u - 1`` to ``v - 1`` with delay ``weight`` and iteration distance
-``transit``, so the graph's cycle ratio is Dasdan's ``sum(weight) / sum(transit)``.
-Every deviation is an `InvalidInputError` naming the file and line.
+with delay ``weight`` and iteration distance ``transit``, so the graph's cycle
+ratio is Dasdan's ``sum(weight) / sum(transit)``. Weights lie within
+``[-2^53, 2^53]`` and transits within ``[0, 2^53]`` (`raptor_cp.limits`).
+
+The graph holds only the nodes that arcs touch, numbered ``0..k-1`` in the order
+of their file ids (`DasdanGraph.node_ids` maps them back), so memory follows the
+arcs read, ``O(m)``, never the ``n`` the ``p`` line declares: isolated nodes
+have no cycle through them. Every deviation is an `InvalidInputError` naming
+the file and line.
 """
 
 from __future__ import annotations
@@ -20,15 +26,19 @@ from pathlib import Path
 
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.files import read_text
+from raptor_cp.limits import MAX_INTEGER, check_integer
 from raptor_cp.periodic.graph import PeriodicGraph
 
 
 @dataclass(frozen=True)
 class DasdanGraph:
-    """A ``.d`` file: the problem name from its ``p`` line and the graph (0-based nodes)."""
+    """A ``.d`` file: the problem name from its ``p`` line and the graph of its arcs."""
 
     name: str
     graph: PeriodicGraph
+    """Node ``x`` is the file's node ``node_ids[x]``."""
+    node_ids: tuple[int, ...]
+    """The file's (1-based) id of each graph node, ascending."""
 
 
 def read_dasdan(path: Path) -> DasdanGraph:
@@ -61,10 +71,16 @@ def parse_dasdan(text: str, where: str) -> DasdanGraph:
             )
     if header is None:
         raise InvalidInputError(f"{where}: no 'p <name> <n> <m>' line")
-    name, nodes, arcs = header
+    name, _, arcs = header
     if len(rows) != arcs:
-        raise InvalidInputError(f"{where}: {len(rows)} arcs but the 'p' line announces {arcs}")
-    return DasdanGraph(name, PeriodicGraph.from_edges(nodes, rows, name=where))
+        raise InvalidInputError(
+            f"{where}: {len(rows)} arc{'s' * (len(rows) != 1)} but the 'p' line announces {arcs}"
+        )
+    node_ids = sorted({end for u, v, _, _ in rows for end in (u, v)})
+    index = {node: i for i, node in enumerate(node_ids)}
+    edges = [(index[u], index[v], w, d) for u, v, w, d in rows]
+    graph = PeriodicGraph.from_edges(len(node_ids), edges, name=where)
+    return DasdanGraph(name, graph, tuple(node_ids))
 
 
 def _problem(fields: list[str], at: str) -> tuple[str, int, int]:
@@ -86,7 +102,9 @@ def _arc(fields: list[str], at: str, nodes: int) -> tuple[int, int, int, int]:
             raise InvalidInputError(f"{at}: node {end} is outside 1..{nodes}")
     if transit < 0:
         raise InvalidInputError(f"{at}: transit time {transit} is negative")
-    return u - 1, v - 1, weight, transit
+    check_integer(weight, f"{at}: weight", minimum=-MAX_INTEGER)
+    check_integer(transit, f"{at}: transit time")
+    return u, v, weight, transit
 
 
 def _ints(fields: list[str], at: str, expected: str) -> list[int]:

@@ -119,7 +119,7 @@ def howard(graph: PeriodicGraph, weights: np.ndarray, edges: np.ndarray) -> Howa
     2^61 (int64 could overflow); the bisection has no such limit.
     """
     ids = edges[np.lexsort((edges, graph.u[edges]))]
-    span = int(np.abs(weights[ids]).sum()) * int(graph.d[ids].sum())
+    span = sum(abs(w) for w in weights[ids].tolist()) * sum(graph.d[ids].tolist())
     if span >= INT64_LIMIT:
         raise InvalidInstanceError(
             f"{graph.name}: sum|w| * sum d = {span} is too large for Howard's int64 "

@@ -82,6 +82,8 @@ from raptor_cp.pipeline.selection import (
 )
 from raptor_cp.pipeline.stage_costs import StageCosts
 from raptor_cp.problems import PipelineProblem, PipelineSolution, Stage, Status
+from raptor_cp.progress import tick
+from raptor_cp.reports.output import count
 from raptor_cp.targets.base import (
     UNKNOWN_SUPPORT,
     UNSUPPORTED,
@@ -341,6 +343,11 @@ class _Search:
     def evaluate(self, candidate: Candidate) -> Candidate:
         """Query the target for ``candidate``'s realized schedule; stop if it cannot answer."""
         name = f"{self.graph.name} candidate {candidate.index}"
+        tick(
+            "select",
+            f"queue evaluation {self.budget.queue_used + 1} of at most {self.queue_limit} "
+            f"(candidate {candidate.index}, {count(len(candidate.stages), 'stage')})",
+        )
         cost = target_cost(self.graph, self.target, candidate.plan, name, recurrence=True)
         self.budget.queue_used += 1
         wall = dict(cost.wall_s)

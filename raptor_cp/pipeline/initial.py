@@ -48,6 +48,7 @@ from raptor_cp.problems import (
     Stage,
     Status,
 )
+from raptor_cp.progress import tick
 from raptor_cp.targets.base import SchedulingTarget
 
 
@@ -204,12 +205,15 @@ def initial_pipeline(
         raise InvalidConfigError(f"pipeline depth must be >= 1, got {depth}")
     times: dict[str, float] = {}
     began = time.perf_counter()
+    tick("partition", f"grouping {graph.num_tasks:,} tasks")
     problem, units = partition_problem(graph, target, depth)
     costs = units.costs
     times["grouping"] = time.perf_counter() - began
 
     mark = time.perf_counter()
+    tick("partition", f"pricing the stage costs of {problem.num_groups} partition units")
     tabulate_grid(problem, units, spare_units)
+    tick("partition", f"prefix DP over {problem.num_groups} partition units, depth {depth}")
     partition = initial_partition(problem, spare_units)
     partition_s = time.perf_counter() - mark
     times["stage_cost_pricing"] = costs.stats.packing_s
@@ -223,13 +227,15 @@ def initial_pipeline(
     stages = final_stages(graph, costs, units.stages(partition.stages), target.cores)
     assignments: list[tuple[int, ...]] = []
     evidence: list[dict[str, object]] = []
-    for stage in stages:
+    for index, stage in enumerate(stages, start=1):
+        tick("partition", f"packing stage {index} of {len(stages)} on {stage.cores} cores")
         core, details = costs.assignment(stage.first, stage.stop, stage.cores)
         assignments.append(core)
         evidence.append(details)
     times["stage_packing"] = time.perf_counter() - mark
 
     mark = time.perf_counter()
+    tick("partition", "placing the stages on the mesh")
     plan = assemble_pipeline(graph, target, groups, stages, assignments)
     times["placement"] = time.perf_counter() - mark
     times["initialization"] = time.perf_counter() - began

@@ -113,9 +113,16 @@ class PipelineCoreLayout:
 
 
 def check_region(target: SchedulingTarget, region: Sequence[int], stage: int) -> None:
-    """Raise `ScheduleViolationError` unless ``region`` is connected by one-hop links."""
+    """Raise `ScheduleViolationError` unless ``region`` is connected by one-hop links.
+
+    A region whose consecutive cores are one hop apart (what `snake_order` builds)
+    is a path, hence connected: ``O(R)`` target calls. Otherwise a search over
+    all pairs decides, ``O(R²)``.
+    """
     if not region:
         raise ScheduleViolationError(f"stage {stage} has no core")
+    if all(target.hops(a, b) == 1 for a, b in itertools.pairwise(region)):
+        return
     reached = {region[0]}
     frontier = [region[0]]
     while frontier:

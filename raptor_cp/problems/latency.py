@@ -31,6 +31,7 @@ import numpy as np
 from raptor_cp.errors import InvalidInstanceError, ProvedInfeasibleError, ScheduleViolationError
 from raptor_cp.evaluation import edge_delays, evaluate, placement, task_costs
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.limits import check_horizon
 from raptor_cp.problems.base import Solution
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import SchedulingTarget
@@ -43,7 +44,8 @@ class LatencyProblem:
     Raises
     ------
     InvalidInstanceError
-        When the graph is malformed or a task fits no core.
+        When the graph is malformed, a task fits no core, or the horizon (slowest
+        costs plus dearest transfers) exceeds `raptor_cp.limits.MAX_TIME_NS`.
     ProvedInfeasibleError
         When one copy of every resident weight exceeds the whole chip.
     """
@@ -59,6 +61,7 @@ class LatencyProblem:
             )
         capacities = [self.target.capacity(p) for p in range(self.target.cores)]
         self.graph.validate(capacities)
+        check_horizon(self.graph, self.target)
         slots = self.graph.distinct_weight_slots()
         if slots > sum(capacities):
             raise ProvedInfeasibleError(

@@ -2,7 +2,8 @@
 
 ``verify`` prints one table shape for every mode; the pipeline audit adds a
 table of the prefix DP's quantization evidence (`render_quantization`) and one
-of the selection audit's queue estimates (`render_selection`).
+of the selection audit's queue estimates (`render_selection`), the packing
+audit one of each stage's lower bounds (`render_packing_bounds`).
 The Markdown holds no wall times, so identical runs give identical reports.
 """
 
@@ -12,10 +13,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from raptor_cp.audit.packing import PackingBounds
     from raptor_cp.audit.partition import PartitionDetails
     from raptor_cp.audit.record import AuditRecord
     from raptor_cp.audit.selection import SelectionDetails
     from raptor_cp.audit.verify import VerifyReport
+
+
+WALL_CAP_MARK = "[^wall]"
+"""Footnote mark after the CP-SAT status of a run the wall-clock cap stopped."""
+WALL_CAP_FOOTNOTE = (
+    "[^wall]: stopped by the wall-clock cap (`--wall-cap`) before its deterministic budget "
+    "was spent: this status, answer and bound depend on the machine's speed and load."
+)
 
 
 def record_json(record: AuditRecord) -> dict[str, object]:
@@ -38,6 +48,7 @@ def record_json(record: AuditRecord) -> dict[str, object]:
         "cpsat_bound_ns": r.cpsat_bound,
         "cpsat_wall_s": r.cpsat_wall_s,
         "cpsat_skipped": r.cpsat_skipped,
+        "wall_capped": r.cpsat_wall_capped,
         "best_bound_ns": r.best_bound,
         "proved_optimal": r.proved_optimal,
         "gap_vs_cpsat_pct": r.gap_vs_cpsat_pct,
@@ -107,6 +118,21 @@ def render_selection(details: Sequence[SelectionDetails]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def packing_bounds_json(bounds: PackingBounds) -> dict[str, object]:
+    """A JSON-ready dict of one stage's lower bounds (packing audit)."""
+    return {
+        "instance": bounds.instance,
+        "cores": bounds.cores,
+        "weights": bounds.weights,
+        "cores_l1": bounds.cores_l1,
+        "cores_l2": bounds.cores_l2,
+        "cores_dff": bounds.cores_dff,
+        "cores_lp": bounds.cores_lp,
+        "cores_needed": bounds.cores_needed,
+        "demand_bound_ns": bounds.demand_ns,
+    }
+
+
 def _cell(value: object) -> str:
     text = "—" if value is None else str(value)
     return text.replace("|", "\\|")
@@ -126,7 +152,9 @@ def render_markdown(records: list[AuditRecord]) -> str:
         summary = f"**DISAGREE on {len(disagreeing)} of {len(records)} instances: {names}**"
     else:
         summary = f"All {len(records)} instances agree"
-    summary += f"; CP-SAT proved {optimal} optimal, skipped {skipped}."
+    capped = sum(r.cpsat_wall_capped for r in records)
+    summary += f"; CP-SAT proved {optimal} optimal, skipped {skipped}"
+    summary += f", stopped by the wall-clock cap {capped}{WALL_CAP_MARK}." if capped else "."
     header = (
         "| instance | target | tasks | heuristic | heuristic ns | lower bound ns | CP-SAT ns "
         "| bound ns | CP-SAT status | gap vs CP-SAT % | gap vs bound % | DISAGREE |"
@@ -139,6 +167,8 @@ def render_markdown(records: list[AuditRecord]) -> str:
             else f"none ({r.heuristic_failure})"
         )
         status = f"skipped ({r.cpsat_skipped})" if r.cpsat_status is None else r.cpsat_status.value
+        if r.cpsat_wall_capped:
+            status += WALL_CAP_MARK
         verdict = "**DISAGREE**: " + "; ".join(r.disagreements) if r.disagrees else ""
         cells = [
             r.instance,
@@ -155,6 +185,8 @@ def render_markdown(records: list[AuditRecord]) -> str:
             verdict,
         ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    if any(r.cpsat_wall_capped for r in records):
+        lines += ["", WALL_CAP_FOOTNOTE]
     return "\n".join(lines) + "\n"
 
 
@@ -166,6 +198,7 @@ def to_json(records: list[AuditRecord]) -> dict[str, object]:
             "disagreements": sum(r.disagrees for r in records),
             "proved_optimal": sum(r.proved_optimal for r in records),
             "cpsat_skipped": sum(r.cpsat_skipped is not None for r in records),
+            "wall_capped": sum(r.cpsat_wall_capped for r in records),
         },
         "records": [record_json(r) for r in records],
     }
@@ -192,13 +225,39 @@ def render_quantization(details: Sequence[PartitionDetails]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_packing_bounds(bounds: Sequence[PackingBounds]) -> str:
+    """The packing audit's second table: each stage's lower bounds on cores and demand."""
+    lines = [
+        "| instance | cores | weights | cores L1 | cores L2 | cores DFF | cores LP "
+        "| cores needed | demand bound ns |",
+        "|" + "---|" * 9,
+    ]
+    for b in bounds:
+        cells = [
+            b.instance,
+            b.cores,
+            b.weights,
+            b.cores_l1,
+            b.cores_l2,
+            b.cores_dff,
+            b.cores_lp,
+            b.cores_needed,
+            b.demand_ns,
+        ]
+        lines.append("| " + " | ".join("—" if c is None else str(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def verify_markdown(report: VerifyReport) -> str:
-    """The ``verify`` report in Markdown: the audit table, the partition table, the settings."""
-    extra = (
-        "\n" + render_quantization(report.details) + "\n" + render_selection(report.selection)
-        if report.settings.mode == "pipeline"
-        else ""
-    )
+    """The ``verify`` report in Markdown: the audit table, the mode's evidence tables
+    (partition quantization and selection, or stage bounds), the settings."""
+    extra = ""
+    if report.settings.mode == "pipeline":
+        extra = (
+            "\n" + render_quantization(report.details) + "\n" + render_selection(report.selection)
+        )
+    elif report.settings.mode == "packing":
+        extra = "\n" + render_packing_bounds(report.packing_bounds)
     return render_markdown(list(report.records)) + extra + "\n" + report.settings.describe() + "\n"
 
 
@@ -208,6 +267,8 @@ def verify_json(report: VerifyReport) -> dict[str, object]:
     if report.settings.mode == "pipeline":
         document["partition_details"] = [details_json(d) for d in report.details]
         document["selection_details"] = [selection_json(d) for d in report.selection]
+    elif report.settings.mode == "packing":
+        document["packing_bounds"] = [packing_bounds_json(b) for b in report.packing_bounds]
     document["settings"] = report.settings.to_json()
     document["warnings"] = list(report.warnings)
     return document

@@ -9,7 +9,9 @@
   ``reports/pipeline_periodic.json`` when the periodic diagnostic ran.
 
 Files are written into a staging directory that replaces ``out`` only once
-every file is complete (`staged_directory`).
+every file is complete (`staged_directory`). A failed exchange admission writes
+its diagnostic into the sibling ``<out>.failed`` (`failed_output`), so that the
+previous good ``out`` stays intact.
 """
 
 from __future__ import annotations
@@ -17,19 +19,38 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from raptor_cp.errors import InvalidInputError
-from raptor_cp.reports.output import dumps, format_ns, staged_directory
+from raptor_cp.reports.output import check_destination, dumps, format_ns, staged_directory
 
 if TYPE_CHECKING:
     from raptor_cp.flows import CompileResult, ExchangeAdmission, LatencyResult, PipelineResult
 
-OUTPUT_FILES = ("schedule.json", "trace.json", "gantt.png", "reports", "exchange_plan.json")
-"""Every name ``compile`` may write; an output directory holding others is never replaced."""
 REPORT_DIR = "reports"
 SELECTION_REPORT = "pipeline_selection.json"
 PERIODIC_REPORT = "pipeline_periodic.json"
 ADMISSION_REPORT = "exchange_admission.json"
 EXCHANGE_PLAN = "exchange_plan.json"
+OUTPUT_FILES = (
+    "schedule.json",
+    "trace.json",
+    "gantt.png",
+    EXCHANGE_PLAN,
+    REPORT_DIR,
+    *(f"{REPORT_DIR}/{name}" for name in (SELECTION_REPORT, PERIODIC_REPORT, ADMISSION_REPORT)),
+)
+"""Every path ``compile`` may write, relative to ``--out``; an output directory holding
+anything else, at any depth, is never replaced."""
+FAILED_SUFFIX = ".failed"
+"""A failed admission's diagnostic goes to ``<out>.failed`` beside ``out``."""
+
+
+def check_output(out: Path) -> None:
+    """Fail now, before any work, if ``out`` could not be replaced by a compile's files."""
+    check_destination(out, OUTPUT_FILES)
+
+
+def failed_output(out: Path) -> Path:
+    """Where a failed ``--exchange-budget`` compile writes its diagnostic: ``<out>.failed``."""
+    return out.with_name(out.name + FAILED_SUFFIX)
 
 
 def write_compile_output(result: CompileResult, out: Path, plot: bool = False) -> list[str]:
@@ -82,17 +103,21 @@ def _write_exchange(admission: ExchangeAdmission, staging: Path) -> list[str]:
 
 
 def write_admission_failure(admission: ExchangeAdmission, out: Path) -> Path:
-    """On failed admission: the admission report and the closest plan in ``out``; the report."""
-    with staged_directory(out, OUTPUT_FILES) as staging:
+    """On failed admission: the admission report and the closest plan in ``<out>.failed``.
+
+    ``out`` itself, perhaps a previous good result, is not touched. Returns the
+    report's path.
+    """
+    failed = failed_output(out)
+    with staged_directory(failed, OUTPUT_FILES) as staging:
         _write_exchange(admission, staging)
-    return out / REPORT_DIR / ADMISSION_REPORT
+    return failed / REPORT_DIR / ADMISSION_REPORT
 
 
 def _write_pipeline(result: PipelineResult, out: Path) -> list[str]:
     from raptor_cp.reports.pipeline_selection import selection_document
     from raptor_cp.reports.schedule_json import schedule_document
 
-    _check_report_dir(out)
     files = ["schedule.json", f"{REPORT_DIR}/{SELECTION_REPORT}"]
     with staged_directory(out, OUTPUT_FILES) as staging:
         (staging / "schedule.json").write_text(dumps(schedule_document(result)), encoding="utf-8")
@@ -104,18 +129,3 @@ def _write_pipeline(result: PipelineResult, out: Path) -> list[str]:
             (staging / REPORT_DIR / PERIODIC_REPORT).write_text(periodic, encoding="utf-8")
             files.append(f"{REPORT_DIR}/{PERIODIC_REPORT}")
     return files
-
-
-def _check_report_dir(out: Path) -> None:
-    """Refuse to replace ``out`` when its ``reports/`` holds files raptor-cp did not write."""
-    reports = out / REPORT_DIR
-    if not reports.is_dir():
-        return
-    foreign = sorted(
-        p.name for p in reports.iterdir() if p.name not in (SELECTION_REPORT, PERIODIC_REPORT)
-    )
-    if foreign:
-        raise InvalidInputError(
-            f"{out}: refusing to replace a directory whose {REPORT_DIR}/ holds files raptor-cp "
-            f"did not write ({', '.join(foreign[:3])}); choose another --out"
-        )

@@ -51,7 +51,7 @@ def inspection(prepared: Prepared, bounds: LowerBounds) -> dict[str, Any]:
             "work_per_core_ns": bounds.work_per_core_ns,
             "cores_needed": bounds.cores_needed,
         },
-        "warnings": list(target.warnings),
+        "warnings": list(prepared.warnings),
     }
 
 

@@ -374,6 +374,19 @@ class SchedulingTarget(Protocol):
         """Average of `transfer_ns` over ordered pairs of distinct cores (for priorities)."""
         ...
 
+    def max_transfer_ns(self, nbytes: int) -> int:
+        """An upper bound of `transfer_ns` over every pair of cores (`raptor_cp.limits` horizon)."""
+        ...
+
+    @property
+    def uniform_transfers(self) -> bool:
+        """True when `transfer_ns` is the same between every pair of distinct cores.
+
+        Schedulers then price a core's row of transfers in ``O(P)`` from one value
+        instead of tabulating the ``P x P`` pairs.
+        """
+        ...
+
     def global_read_ns(self, nbytes: int) -> int:
         """Service time of one global-memory read of ``nbytes``."""
         ...

@@ -4,16 +4,20 @@ Zero communication and unlimited resident-weight capacity by default; a
 ``ns_per_byte`` makes every transfer between distinct cores cost
 ``ceil(bytes * ns_per_byte)`` (the classic HEFT model with unit bandwidth).
 Matrix, vector and move work cost one nanosecond per multiply-accumulate or element.
+Transfers are uniform, so schedulers need ``O(P)`` memory and P may go up to
+`raptor_cp.limits.MAX_CORES`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from raptor_cp.errors import InvalidConfigError
+from raptor_cp.limits import MAX_INTEGER, check_cores, integer_text
 from raptor_cp.targets.base import (
     UNLIMITED_CAPACITY,
     FixedWork,
@@ -39,8 +43,13 @@ class GenericTarget:
     def __post_init__(self) -> None:
         if self.num_cores < 1:
             raise InvalidConfigError(f"generic target needs at least 1 core, got {self.num_cores}")
+        check_cores(self.num_cores, f"generic:{self.num_cores}")
         if self.ns_per_byte < 0:
             raise InvalidConfigError(f"generic target: negative ns_per_byte {self.ns_per_byte}")
+        if self.ns_per_byte > MAX_INTEGER:
+            raise InvalidConfigError(
+                f"generic target: ns_per_byte {integer_text(self.ns_per_byte)} is above 2^53"
+            )
 
     @classmethod
     def parse(cls, spec: str) -> GenericTarget:
@@ -55,6 +64,10 @@ class GenericTarget:
                 f"bad generic target {spec!r}: expected generic:P or generic:P:NS_PER_BYTE "
                 "with integers"
             ) from None
+
+    def with_cores(self, cores: int) -> GenericTarget:
+        """``--cores``: ``generic:cores`` with the same transfer price."""
+        return dataclasses.replace(self, num_cores=cores)
 
     @property
     def name(self) -> str:
@@ -92,6 +105,18 @@ class GenericTarget:
 
     def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         return 0 if self.num_cores == 1 else math.ceil(nbytes * self.ns_per_byte)
+
+    def max_transfer_ns(self, nbytes: int) -> int:
+        """The uniform price; a subclass that reprices transfers gets the exact maximum."""
+        if self.uniform_transfers:
+            return self.mean_transfer_ns(nbytes)
+        cores = range(self.num_cores)
+        return max(self.transfer_ns(a, b, nbytes) for a in cores for b in cores)
+
+    @property
+    def uniform_transfers(self) -> bool:
+        """True, unless a subclass reprices `transfer_ns` (research targets in tests do)."""
+        return type(self).transfer_ns is GenericTarget.transfer_ns
 
     def global_read_ns(self, nbytes: int) -> int:
         return 0

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from raptor_cp.errors import InvalidConfigError, InvalidInstanceError
+from raptor_cp.limits import check_cores
 from raptor_cp.targets.base import (
     FixedWork,
     MatrixWork,
@@ -156,6 +157,7 @@ class IpuTarget:
         fields = (c.tiles, c.sram_bytes, c.clock_mhz, c.workers, c.exchange_bytes_per_cycle)
         if min(*fields, c.amp_flops_per_cycle, c.max_transfer_words) < 1 or c.sync_cycles < 0:
             raise InvalidConfigError(f"ipu target {self.target_name}: non-positive chip field")
+        check_cores(c.tiles, f"ipu target {self.target_name}")
         if self.weight_block_bytes is not None and not 1 <= self.weight_block_bytes <= c.sram_bytes:
             raise InvalidConfigError(
                 f"ipu target {self.target_name}: weight_block_bytes must be in "
@@ -184,6 +186,10 @@ class IpuTarget:
         return replace(
             self, chip=replace(self.chip, tiles=tiles), target_name=f"{self.name}:{tiles}"
         )
+
+    def with_cores(self, cores: int) -> IpuTarget:
+        """``--cores``: the same tiles, ``cores`` of them (more than the chip has, too)."""
+        return self.with_tiles(cores)
 
     # -- protocol ------------------------------------------------------------
 
@@ -265,6 +271,15 @@ class IpuTarget:
     def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         """Every pair of distinct tiles costs the same; 0 on a one-tile chip."""
         return 0 if self.chip.tiles == 1 else self.superstep_ns(0, nbytes)
+
+    def max_transfer_ns(self, nbytes: int) -> int:
+        """Every pair of distinct tiles costs the same."""
+        return self.mean_transfer_ns(nbytes)
+
+    @property
+    def uniform_transfers(self) -> bool:
+        """True: the exchange is all-to-all."""
+        return True
 
     def global_read_ns(self, nbytes: int) -> int:
         """0: model inputs are taken to be in tile SRAM (streaming memory is not modelled)."""

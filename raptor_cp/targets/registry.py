@@ -74,19 +74,46 @@ def target_help() -> str:
     )
 
 
-def resolve_target(spec: str) -> SchedulingTarget:
-    """The target a ``--target`` string names.
+def resolve_target(spec: str, cores: int | None = None) -> SchedulingTarget:
+    """The target a ``--target`` string names, with ``cores`` cores if given (``--cores``).
+
+    ``cores`` scales the target with its ``with_cores``: a preset or mesh config
+    grows its grid, ``generic:P`` becomes ``generic:cores``, an IPU gets ``cores``
+    tiles; the scaled target is named ``<name>:<cores>`` (or ``generic:<cores>``).
 
     Raises
     ------
     InvalidConfigError
-        For a malformed config or generic spec, or a spec that is none of the three.
+        For a malformed config or generic spec, a spec that is none of the three,
+        or ``cores`` outside ``1..`` the target kind's limit (`raptor_cp.limits`).
     """
+    target = _resolve(spec)
+    return target if cores is None else scale_target(target, cores)
+
+
+def scale_target(target: SchedulingTarget, cores: int) -> SchedulingTarget:
+    """``target`` with ``cores`` cores (``--cores``; see `resolve_target`)."""
+    if cores < 1:
+        raise InvalidConfigError(f"--cores must be at least 1, got {cores}")
+    scale = getattr(target, "with_cores", None)
+    if scale is None:
+        raise InvalidConfigError(f"{target.name}: this target cannot be scaled with --cores")
+    return scale(cores)  # type: ignore[no-any-return]
+
+
+def _resolve(spec: str) -> SchedulingTarget:
+    if not spec:
+        raise InvalidConfigError(
+            f"--target is empty: give a preset ({', '.join(preset_names())}), {GENERIC_SPEC} "
+            "or a pimsim-nn config path"
+        )
     preset = _BY_NAME.get(spec)
     if preset is not None:
         return preset.build(spec)
     if spec.startswith("generic:"):
         return GenericTarget.parse(spec)
+    if Path(spec).is_dir():
+        raise InvalidConfigError(f"{spec}: is a directory, not a pimsim-nn config file")
     if Path(spec).exists():
         return PimTarget.from_file(spec)
     raise InvalidConfigError(

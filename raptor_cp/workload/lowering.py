@@ -70,6 +70,7 @@ from raptor_cp.graph import (
     BaselineMemory,
     ComputeGraph,
 )
+from raptor_cp.limits import MAX_TASKS
 from raptor_cp.targets.base import (
     FixedWork,
     MatrixWork,
@@ -99,6 +100,8 @@ GLOBAL = -1
 UNKNOWN_OUTPUT = -8
 """Output bits of a TASK (its output size is not given): `ComputeGraph.output_bytes` -1."""
 _ONE_TASK_PER_LANE = (OpKind.VECTOR, OpKind.TRANSPOSE, OpKind.CONCAT)
+LANED_KINDS = (*_ONE_TASK_PER_LANE, OpKind.WEIGHTED)
+"""Operations whose rows are split into lanes (the others make one task or none)."""
 
 
 def _ceil_div(numerator: int, denominator: int) -> int:
@@ -131,28 +134,51 @@ def _tasks_per_lane(op: Operation, target: SchedulingTarget, where: str) -> int:
     return slices * blocks + (blocks if slices > 1 else 0)
 
 
-def default_lanes(workload: Workload, target: SchedulingTarget) -> int:
-    """The largest lane count whose graph has at most `TASK_BUDGET` tasks (at least 1).
-
-    Lanes trade graph size for parallelism: more lanes expose more independent
-    tasks to spread over cores, but every scheduler's time grows with the task
-    count, and lanes beyond an operation's rows add nothing. The task count of
-    ``L`` lanes is computed exactly from the target's tiling without lowering,
-    ``fixed + sum(min(L, rows_op) * tasks_per_lane_op)``, and the largest ``L`` up
-    to the tallest operation's rows that fits the budget is taken. Small models
-    therefore get one lane per row (full row parallelism) and large ones fewer,
-    coarser lanes; the graph stays within `TASK_BUDGET` tasks unless a single
-    lane already exceeds it (then ``1``). 20,000 tasks keep the Python heuristics (whose
-    work grows like tasks x cores) within seconds on 168-core targets.
-    """
+def _laned(workload: Workload, target: SchedulingTarget) -> tuple[int, list[tuple[int, int]]]:
+    """(tasks of TASK operations, ``(rows, tasks_per_lane)`` of every laned operation)."""
     where = workload.source or workload.name
     fixed = 0
     laned: list[tuple[int, int]] = []
     for op in workload.operations:
         if op.kind is OpKind.TASK:
             fixed += 1
-        elif op.kind in (*_ONE_TASK_PER_LANE, OpKind.WEIGHTED):
+        elif op.kind in LANED_KINDS:
             laned.append((op.rows, _tasks_per_lane(op, target, where)))
+    return fixed, laned
+
+
+def task_count(workload: Workload, target: SchedulingTarget, lanes: int) -> int:
+    """Tasks `lower` makes with ``lanes``, counted from the tiling without lowering.
+
+    ``fixed + sum(min(L, rows_op) * tasks_per_lane_op)``, ``O(operations)``.
+    """
+    fixed, laned = _laned(workload, target)
+    return fixed + sum(min(lanes, rows) * per_lane for rows, per_lane in laned)
+
+
+def max_lanes(workload: Workload) -> int:
+    """Most lanes that make a difference: the rows of the tallest laned operation (1 if none).
+
+    A larger ``lanes`` gives the same graph.
+    """
+    return max((op.rows for op in workload.operations if op.kind in LANED_KINDS), default=1)
+
+
+def default_lanes(workload: Workload, target: SchedulingTarget) -> int:
+    """The largest lane count whose graph has at most `TASK_BUDGET` tasks (at least 1).
+
+    Lanes trade graph size for parallelism: more lanes expose more independent
+    tasks to spread over cores, but every scheduler's time grows with the task
+    count, and lanes beyond an operation's rows add nothing. The task count of
+    ``L`` lanes is computed exactly from the target's tiling without lowering
+    (`task_count`), and the largest ``L`` up to the tallest operation's rows that
+    fits the budget is taken. Small models
+    therefore get one lane per row (full row parallelism) and large ones fewer,
+    coarser lanes; the graph stays within `TASK_BUDGET` tasks unless a single
+    lane already exceeds it (then ``1``). 20,000 tasks keep the Python heuristics (whose
+    work grows like tasks x cores) within seconds on 168-core targets.
+    """
+    fixed, laned = _laned(workload, target)
     if not laned:
         return 1
 
@@ -190,9 +216,14 @@ def lower(workload: Workload, target: SchedulingTarget, lanes: int | None = None
     """
     if lanes is None:
         lanes = default_lanes(workload, target)
+    where = workload.source or workload.name
     if lanes < 1:
+        raise InvalidInputError(f"{where}: lanes must be >= 1, got {lanes}")
+    tasks = task_count(workload, target, lanes)
+    if tasks > MAX_TASKS:
         raise InvalidInputError(
-            f"{workload.source or workload.name}: lanes must be >= 1, got {lanes}"
+            f"{where}: {lanes} lanes per operation make {tasks:,} tasks, above the limit of "
+            f"{MAX_TASKS:,} (docs/cli.md, Limits); choose fewer lanes"
         )
     lowering = _Lowering(workload, target, lanes)
     for op in workload.operations:

@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from raptor_cp.errors import InvalidInputError, UnsupportedOperatorError
-from raptor_cp.files import read_json
-from raptor_cp.toposort import CycleFound, order_from_predecessors
+from raptor_cp.files import excerpt, read_json
+from raptor_cp.limits import MAX_INTEGER
+from raptor_cp.toposort import CycleFound, cycle_text, order_from_predecessors
 from raptor_cp.workload.model import (
     ALL_ROWS,
     SAME_ROWS,
@@ -104,7 +105,9 @@ class _Input:
 def _check_int(value: Any, minimum: int, error: Callable[[str], InvalidInputError]) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise error(f"expected {expected}, got {value!r}")
+        raise error(f"expected {expected}, got {excerpt(value)}")
+    if value > MAX_INTEGER:
+        raise error(f"expected at most 2^53, got {excerpt(value)}")
     return value
 
 
@@ -152,10 +155,8 @@ def pimcomp_workload(document: Any, source: str, bits: int | None = None) -> Wor
     try:
         order = order_from_predecessors(predecessors)
     except CycleFound as found:
-        names = [nodes[i].name for i in [*found.cycle, found.cycle[0]]]
-        raise InvalidInputError(
-            f"{source}: dependency cycle through nodes {' -> '.join(map(repr, names))}"
-        ) from None
+        names = cycle_text([nodes[i].name for i in found.cycle])
+        raise InvalidInputError(f"{source}: dependency cycle through nodes {names}") from None
 
     shapes: dict[str, tuple[int, ...]] = {}
     static: set[str] = set()
@@ -200,11 +201,13 @@ def _parse_node(raw: Any, index: int, source: str) -> _Node:
     if (
         not isinstance(dims, list)
         or not dims
-        or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims)
+        or any(
+            isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= MAX_INTEGER for d in dims
+        )
     ):
         raise InvalidInputError(
-            f"{where}: field 'output_dim': expected a non-empty list of positive integers, "
-            f"got {dims!r}"
+            f"{where}: field 'output_dim': expected a non-empty list of positive integers "
+            f"(at most 2^53), got {excerpt(dims)}"
         )
     providers = raw.get("provider")
     if providers is None:

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from raptor_cp.errors import InvalidInputError
-from raptor_cp.files import read_json
-from raptor_cp.toposort import CycleFound, order_from_predecessors
+from raptor_cp.files import excerpt, read_json
+from raptor_cp.limits import MAX_INTEGER
+from raptor_cp.toposort import CycleFound, cycle_text, order_from_predecessors
 from raptor_cp.workload.model import ALL_ROWS, Operation, OpKind, Workload
 
 FORMAT = "raptor-graph"
@@ -72,10 +73,8 @@ def raptor_graph_workload(document: Any, source: str) -> Workload:
     try:
         order = order_from_predecessors([[index_of[src] for src, _ in edges] for edges in incoming])
     except CycleFound as found:
-        names = [tasks[i]["name"] for i in [*found.cycle, found.cycle[0]]]
-        raise InvalidInputError(
-            f"{source}: dependency cycle through tasks {' -> '.join(map(repr, names))}"
-        ) from None
+        names = cycle_text([tasks[i]["name"] for i in found.cycle])
+        raise InvalidInputError(f"{source}: dependency cycle through tasks {names}") from None
     operations = tuple(
         Operation(
             name=tasks[i]["name"],
@@ -137,8 +136,7 @@ def _describe(value: Any) -> str:
         return "an object"
     if isinstance(value, list):
         return "an array"
-    text = json.dumps(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return excerpt(value)
 
 
 def _field_path(path: str, key: str) -> str:
@@ -164,6 +162,9 @@ def _explain(error: Any) -> tuple[str, str]:
         return path, f"expected {_ARTICLE_TYPE[value]}, got {_describe(instance)}"
     if rule == "minimum":
         return path, f"expected an integer >= {value}, got {_describe(instance)}"
+    if rule == "maximum":
+        limit = "2^53" if value == MAX_INTEGER else str(value)
+        return path, f"expected an integer <= {limit}, got {_describe(instance)}"
     if rule == "minLength":
         return path, "expected a non-empty string"
     if rule == "minItems":

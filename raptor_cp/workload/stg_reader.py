@@ -23,7 +23,8 @@ from pathlib import Path
 
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.files import read_text
-from raptor_cp.toposort import CycleFound, order_from_predecessors
+from raptor_cp.limits import MAX_INTEGER, integer_text
+from raptor_cp.toposort import CycleFound, cycle_text, order_from_predecessors
 from raptor_cp.workload.model import ALL_ROWS, Operation, OpKind, Workload
 
 
@@ -42,6 +43,11 @@ def read_stg(path: str | Path) -> Workload:
         if not (token.isascii() and token.isdigit()):
             raise InvalidInputError(
                 f"{source}: line {line}: expected a non-negative integer {what}, found {token!r}"
+            )
+        if len(token) > 20 or int(token) > MAX_INTEGER:  # length first: no 4300-digit parse
+            raise InvalidInputError(
+                f"{source}: line {line}: {what} {integer_text(token)} is outside the accepted "
+                "range 0..2^53"
             )
         return int(token)
 
@@ -85,6 +91,7 @@ def read_stg(path: str | Path) -> Workload:
                 f"{len(fields) - 3}"
             )
         preds: list[int] = []
+        seen: set[int] = set()
         for token in fields[3:]:
             pred = number(line, token, f"predecessor id of task {task}")
             if pred >= total:
@@ -92,18 +99,19 @@ def read_stg(path: str | Path) -> Workload:
                     f"{source}: line {line}: task {task} names unknown predecessor {pred} "
                     f"(tasks are 0..{total - 1})"
                 )
-            if pred in preds:
+            if pred in seen:
                 raise InvalidInputError(
                     f"{source}: line {line}: task {task} lists predecessor {pred} twice"
                 )
             preds.append(pred)
+            seen.add(pred)
         predecessors.append(preds)
         line_of.append(line)
 
     try:
         order = order_from_predecessors(predecessors)
     except CycleFound as found:
-        ids = " -> ".join(str(t) for t in [*found.cycle, found.cycle[0]])
+        ids = cycle_text([str(t) for t in found.cycle], render=str)
         raise InvalidInputError(
             f"{source}: line {line_of[found.cycle[0]]}: dependency cycle through tasks {ids}"
         ) from None

@@ -50,7 +50,6 @@ diagnostic"):
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 from dataclasses import dataclass, fields
@@ -58,8 +57,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from raptor_cp.errors import InvalidInputError
-from raptor_cp.files import read_json
+from raptor_cp.files import excerpt, read_json
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
+from raptor_cp.reports.output import count as plural
 from raptor_cp.targets.base import InstructionPrograms, MatrixWork, VectorWork
 
 if TYPE_CHECKING:
@@ -208,7 +208,7 @@ def _core_count(config: dict[str, Any], source: str, prefix: str) -> int:
         raise InvalidInputError(f"{source}: {prefix}core_cnt: missing; expected a positive integer")
     if not _is_int(value) or value < 1:
         raise InvalidInputError(
-            f"{source}: {prefix}core_cnt: expected a positive integer, got {json.dumps(value)}"
+            f"{source}: {prefix}core_cnt: expected a positive integer, got {excerpt(value)}"
         )
     return value
 
@@ -240,7 +240,7 @@ def _group_map(
     if not isinstance(table, dict):
         raise InvalidInputError(
             f'{source}: {field}: expected {{"core<id>": [crossbars per array group]}}, '
-            f"got {json.dumps(table)}"
+            f"got {excerpt(table)}"
         )
     groups: dict[int, tuple[int, ...]] = {}
     for key, entry in table.items():
@@ -248,13 +248,13 @@ def _group_map(
         if not isinstance(entry, list):
             raise InvalidInputError(
                 f"{source}: {field}.{key}: expected an array of crossbar counts, "
-                f"got {json.dumps(entry)}"
+                f"got {excerpt(entry)}"
             )
         for i, count in enumerate(entry):
             if not _is_int(count) or count < 1:
                 raise InvalidInputError(
                     f"{source}: {field}.{key}[{i}]: expected a positive crossbar count, "
-                    f"got {json.dumps(count)}"
+                    f"got {excerpt(count)}"
                 )
         groups[core] = tuple(entry)
     for core in cores:
@@ -264,7 +264,7 @@ def _group_map(
             if inst.op == "mvmul" and not 0 <= inst.group < len(groups[core]):
                 raise InvalidInputError(
                     f"{source}: core {core} instruction {i} (mvmul): group {inst.group} outside "
-                    f"{field}.core{core} ({len(groups[core])} group(s))"
+                    f"{field}.core{core} ({plural(len(groups[core]), 'group')})"
                 )
     return dict(sorted(groups.items()))
 
@@ -282,7 +282,7 @@ def _json_instruction(item: object, where: str) -> Instruction:
             value = item[name]
             if not _is_int(value):
                 raise InvalidInputError(
-                    f"{where}: {name}: expected an integer, got {json.dumps(value)}"
+                    f"{where}: {name}: expected an integer, got {excerpt(value)}"
                 )
             values[name] = value
     return Instruction(op, **values)
@@ -313,7 +313,7 @@ def _read_binary(path: Path) -> tuple[Instruction, ...]:
     expected = _HEADER.size + _RECORD.size * count
     if len(data) != expected:
         raise InvalidInputError(
-            f"{path}: the header announces {count} instruction(s) ({expected} bytes), "
+            f"{path}: the header announces {plural(count, 'instruction')} ({expected} bytes), "
             f"the file has {len(data)} bytes"
         )
     out = []
@@ -375,7 +375,7 @@ def _programs(
     if artifact.core_cnt > target.cores:
         raise InvalidInputError(
             f"{name}: core_cnt is {artifact.core_cnt}, but target {target.name} has "
-            f"{target.cores} core(s)"
+            f"{plural(target.cores, 'core')}"
         )
     for core, groups in artifact.array_group_map.items():
         if sum(groups) > target.capacity(core):

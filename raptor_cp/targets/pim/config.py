@@ -3,20 +3,26 @@
 pimsim-nn (``src/config/Config.hpp``, upstream wangxy-2000/pimsim-nn 0399bc6 and the
 HEAPLab fork 9d6b6b3) gives every field a default and ignores unknown fields, so a
 partial JSON is a valid config. We parse the fields the cost model reads, with the
-simulator's defaults (cited per field below), and ignore everything else (power and
-energy numbers, ``bus_topology``, ``memory_size``, ``adc_resolution``, ``sim_config``).
+simulator's defaults (cited per field below), and ignore the pimsim-nn fields it does
+not read (`IGNORED_FIELDS`: power and energy numbers, ``bus_topology``,
+``memory_size``, ``adc_resolution``, ``rob_size``, ``sim_config``).
 
 We are stricter than the simulator where it would silently misbehave: nlohmann/json
 truncates ``1.5`` to an int and accepts ``true`` as a number, and pimsim-nn divides by
 ``data_width``, ``dac_count``, ``adc_count``, ... without checking them. Here a field of
 the wrong type or value raises `InvalidConfigError` with one line naming the file and
 the JSON path, e.g. ``cfg.json: chip_config.core_cnt: expected a positive integer,
-got "abc"``.
+got "abc"``. As for raptor-graph JSON, a field that is neither read nor a known
+pimsim-nn field (``core_cnnt``) is an error, with the closest known name; names that
+start with ``_`` (comments) and end in ``_power`` or ``_energy`` are accepted. Numbers
+lie within ``2^53`` (`raptor_cp.limits`), ``core_cnt`` within
+`raptor_cp.limits.MAX_PAIRWISE_CORES`, and the cores fill the ``layout`` grid row-major
+with at most the last row partial (PIMCOMP-NN's 136 cores on 12 x 12).
 """
 
 from __future__ import annotations
 
-import json
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +30,22 @@ from pathlib import Path
 from types import MappingProxyType
 
 from raptor_cp.errors import InvalidConfigError
-from raptor_cp.files import read_json
+from raptor_cp.files import excerpt, read_json
+from raptor_cp.limits import MAX_INTEGER, MAX_PAIRWISE_CORES, check_cores
+
+IGNORED_FIELDS: dict[str, frozenset[str]] = {
+    "": frozenset({"sim_config"}),
+    "chip_config": frozenset(),
+    "chip_config.network_config": frozenset({"bus_topology"}),
+    "chip_config.global_memory_config": frozenset({"memory_size"}),
+    "chip_config.core_config": frozenset({"rob_size"}),
+    "chip_config.core_config.local_memory_config": frozenset({"memory_size"}),
+    "chip_config.core_config.matrix_config": frozenset(
+        {"adc_resolution", "input_buffer_latency_cycle"}
+    ),
+}
+"""Per config object, the pimsim-nn fields raptor-cp accepts but does not read (power and
+energy fields, ``*_power`` / ``*_energy``, and ``_comment``-style names are accepted too)."""
 
 
 @dataclass(frozen=True)
@@ -178,42 +199,63 @@ def parse_chip_config(data: object, source: str) -> ChipConfig:
     chip = root.child("chip_config")
     core = chip.child("core_config")
     net = chip.child("network_config")
-    core_cnt = chip.integer("core_cnt", 1, minimum=1)
-    chip_gm = chip.integer("global_memory_switch_id", -10)
-    core_gm = core.integer("global_memory_switch_id", -10)
-    if core_gm != chip_gm:
-        raise core.error(
-            "global_memory_switch_id", f"the chip's global_memory_switch_id {chip_gm}", core_gm
-        )
-    if 0 <= chip_gm < core_cnt:
-        raise chip.error(
-            "global_memory_switch_id", f"an id outside the cores 0..{core_cnt - 1}", chip_gm
-        )
-    network = NetworkConfig(
-        bus_width=net.integer("bus_width", 16, minimum=1),
-        layout=net.required_pair("layout"),
-        net_config_file_path=net.text("net_config_file_path", ""),
-    )
-    rows, cols = network.layout
-    if rows * cols < core_cnt:
-        raise InvalidConfigError(
-            f"{source}: chip_config.network_config.layout: a {rows}x{cols} grid holds "
-            f"{rows * cols} cores, fewer than core_cnt {core_cnt}"
-        )
-    return ChipConfig(
-        core_cnt=core_cnt,
-        global_memory_switch_id=chip_gm,
+    config = ChipConfig(
+        core_cnt=chip.integer("core_cnt", 1, minimum=1),
+        global_memory_switch_id=chip.integer("global_memory_switch_id", -10),
         core=CoreConfig(
             period=core.number("period", 1.0, positive=False),
             vector_width=core.integer("vector_width", 16, minimum=1),
             vector_latency_cycle=core.integer("vector_latency_cycle", 8, minimum=0),
-            global_memory_switch_id=core_gm,
+            global_memory_switch_id=core.integer("global_memory_switch_id", -10),
             local_memory=_memory(core.child("local_memory_config")),
             matrix=_matrix(core.child("matrix_config")),
         ),
         global_memory=_memory(chip.child("global_memory_config")),
-        network=network,
+        network=NetworkConfig(
+            bus_width=net.integer("bus_width", 16, minimum=1),
+            layout=net.required_pair("layout"),
+            net_config_file_path=net.text("net_config_file_path", ""),
+        ),
     )
+    root.reject_unknown()
+    check_chip(config, source)
+    return config
+
+
+def check_chip(chip: ChipConfig, source: str) -> None:
+    """The checks across fields: core limit, global-memory node, cores on the layout grid.
+
+    Raises `InvalidConfigError` naming ``source`` and the field.
+    """
+    core_cnt, chip_gm, core_gm = (
+        chip.core_cnt,
+        chip.global_memory_switch_id,
+        chip.core.global_memory_switch_id,
+    )
+    check_cores(core_cnt, f"{source}: chip_config.core_cnt", MAX_PAIRWISE_CORES)
+    if core_gm != chip_gm:
+        raise InvalidConfigError(
+            f"{source}: chip_config.core_config.global_memory_switch_id: expected the chip's "
+            f"global_memory_switch_id {chip_gm}, got {_shown(core_gm)}"
+        )
+    if 0 <= chip_gm < core_cnt:
+        raise InvalidConfigError(
+            f"{source}: chip_config.global_memory_switch_id: expected an id outside the cores "
+            f"0..{core_cnt - 1}, got {_shown(chip_gm)}"
+        )
+    rows, cols = chip.network.layout
+    where = f"{source}: chip_config.network_config.layout"
+    if rows * cols < core_cnt:
+        raise InvalidConfigError(
+            f"{where}: a {rows}x{cols} grid holds {rows * cols} cores, fewer than core_cnt "
+            f"{core_cnt}"
+        )
+    if rows * cols - core_cnt >= cols:
+        raise InvalidConfigError(
+            f"{where}: a {rows}x{cols} grid for core_cnt {core_cnt} leaves whole rows empty "
+            f"(cores fill it row-major; only the last row may be partial, e.g. "
+            f"[{-(-core_cnt // cols)}, {cols}])"
+        )
 
 
 def parse_network_table(data: object, source: str) -> NetworkTable:
@@ -270,8 +312,8 @@ def _matrix(node: _Node) -> MatrixConfig:
 
 
 def _shown(value: object) -> str:
-    """A JSON value as the user wrote it, for messages."""
-    return json.dumps(value)
+    """A JSON value as the user wrote it, for messages (`raptor_cp.files.excerpt`)."""
+    return excerpt(value)
 
 
 class _Node:
@@ -284,6 +326,26 @@ class _Node:
         self.source = source
         self.path = path
         self.data: dict[str, object] = data
+        self.read: set[str] = set()
+        self.children: list[_Node] = []
+
+    def reject_unknown(self) -> None:
+        """Raise for a field of this object (or a child read so far) that is not known.
+
+        Known: the fields read, `IGNORED_FIELDS`, and names starting with ``_`` or
+        ending in ``_power`` or ``_energy``.
+        """
+        known = self.read | IGNORED_FIELDS.get(self.path, frozenset())
+        for key in self.data:
+            if key in known or key.startswith("_") or key.endswith(("_power", "_energy")):
+                continue
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = (
+                f"did you mean {close[0]}?" if close else f"known here: {', '.join(sorted(known))}"
+            )
+            raise InvalidConfigError(f"{self.source}: {self._field(key)}: unknown field ({hint})")
+        for child in self.children:
+            child.reject_unknown()
 
     def _field(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path else key
@@ -295,7 +357,10 @@ class _Node:
 
     def child(self, key: str) -> _Node:
         """The object at ``key``; an absent object means all its defaults."""
-        return _Node(self.source, self._field(key), self.data.get(key, {}))
+        self.read.add(key)
+        node = _Node(self.source, self._field(key), self.data.get(key, {}))
+        self.children.append(node)
+        return node
 
     def node_id(self, key: str) -> int:
         try:
@@ -306,6 +371,7 @@ class _Node:
             ) from None
 
     def integer(self, key: str, default: int, minimum: int | None = None, what: str = "") -> int:
+        self.read.add(key)
         value = self.data.get(key, default)
         expected = what or {None: "an integer", 0: "a non-negative integer"}.get(
             minimum, "a positive integer"
@@ -317,9 +383,12 @@ class _Node:
             raise self.error(key, expected, value)
         if minimum is not None and value < minimum:
             raise self.error(key, expected, value)
+        if abs(value) > MAX_INTEGER:
+            raise self.error(key, f"{expected} within 2^53", value)
         return value
 
     def number(self, key: str, default: float, *, positive: bool) -> float:
+        self.read.add(key)
         value = self.data.get(key, default)
         expected = "a positive number" if positive else "a non-negative number"
         if (
@@ -330,31 +399,40 @@ class _Node:
             or (positive and value == 0)
         ):
             raise self.error(key, expected, value)
+        if value > MAX_INTEGER:
+            raise self.error(key, f"{expected} within 2^53", value)
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
+        self.read.add(key)
         value = self.data.get(key, default)
         if not isinstance(value, bool):
             raise self.error(key, "true or false", value)
         return value
 
     def text(self, key: str, default: str) -> str:
+        self.read.add(key)
         value = self.data.get(key, default)
         if not isinstance(value, str):
             raise self.error(key, "a string", value)
         return value
 
     def pair(self, key: str, default: tuple[int, int]) -> tuple[int, int]:
+        self.read.add(key)
         value = self.data.get(key, list(default))
         if (
             not isinstance(value, list)
             or len(value) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+            or not all(
+                isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_INTEGER
+                for v in value
+            )
         ):
             raise self.error(key, "2 positive integers [rows, cols]", value)
         return (value[0], value[1])
 
     def required_pair(self, key: str) -> tuple[int, int]:
+        self.read.add(key)
         if key not in self.data:
             raise InvalidConfigError(
                 f"{self.source}: {self._field(key)}: missing; expected [rows, cols] "

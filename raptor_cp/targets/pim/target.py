@@ -17,12 +17,13 @@ network switches and no pipeline stalls; those contentions are the schedule's bu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.errors import InvalidConfigError, InvalidInstanceError
 from raptor_cp.targets.base import (
     FixedWork,
     MatrixWork,
@@ -32,7 +33,7 @@ from raptor_cp.targets.base import (
     WeightTiling,
     Work,
 )
-from raptor_cp.targets.pim.config import PimConfig, load_pim_config
+from raptor_cp.targets.pim.config import PimConfig, check_chip, load_pim_config
 from raptor_cp.targets.pim.timing import (
     PS_PER_NS,
     MemoryTiming,
@@ -73,7 +74,11 @@ class PimTarget:
         self._local = MemoryTiming.of(core.local_memory)
         self._global = MemoryTiming.of(chip.global_memory)
         self._matrix_cache: dict[tuple[int, int], int] = {}
+        self._endpoint_cache: dict[int, int] = {}
         self._warnings: list[str] = []
+        cols = self._layout[1]
+        self._row_of = [core // cols for core in range(self._cores)]
+        self._col_of = [core % cols for core in range(self._cores)]
         self._network, self._latency, self._gm_latency = self._network_latencies()
         n = self._cores
         # Request flit src->dst plus "receiver ready" flit dst->src (TransferUnit send/recv).
@@ -83,7 +88,36 @@ class PimTarget:
         self._pair_latency_sum = sum(
             self._latency[s][d] for s in range(n) for d in range(n) if s != d
         )
+        self._max_handshake = max(max(row) for row in self._handshake)
+        self._max_latency = max(max(row) for row in self._latency)
         self._gm_latency_sum = sum(self._gm_latency)
+
+    def with_cores(self, cores: int) -> PimTarget:
+        """``--cores``: the same cores, ``cores`` of them on a grown (or shrunk) mesh.
+
+        The grid keeps the preset's aspect ratio: ``cols = ceil(sqrt(cores * c / r))``
+        and ``rows = ceil(cores / cols)``, so that only the last row may be partial.
+        The target is named ``<name>:<cores>``. A configuration with a network
+        table cannot be scaled: the table prices only the pairs it lists.
+        """
+        if self._config.network is not None:
+            raise InvalidConfigError(
+                f"{self._name}: --cores needs the mesh network model, but this configuration "
+                f"has a network table ({self._config.network.source}) for its "
+                f"{self._cores} cores"
+            )
+        rows, cols = self._layout
+        new_cols = max(1, min(cores, math.ceil(math.sqrt(cores * cols / rows))))
+        layout = (-(-cores // new_cols), new_cols)
+        chip = self._config.chip
+        network = dataclasses.replace(chip.network, layout=layout)
+        config = dataclasses.replace(
+            self._config,
+            chip=dataclasses.replace(chip, core_cnt=cores, network=network),
+            network_file=None,
+        )
+        check_chip(config.chip, f"{self._name} with --cores {cores}")
+        return PimTarget(config, f"{self._name}:{cores}")
 
     @classmethod
     def from_file(cls, path: str | Path, name: str | None = None) -> PimTarget:
@@ -151,8 +185,9 @@ class PimTarget:
         return (core // cols, core % cols)
 
     def hops(self, src: int, dst: int) -> int:
-        (r1, c1), (r2, c2) = self.coordinates(src), self.coordinates(dst)
-        return abs(r1 - r2) + abs(c1 - c2)
+        """Manhattan distance on the layout grid (cores row-major); not range-checked (hot path)."""
+        rows, cols = self._row_of, self._col_of
+        return abs(rows[src] - rows[dst]) + abs(cols[src] - cols[dst])
 
     def capacity(self, core: int) -> int:
         return self._config.chip.core.matrix.xbar_array_count
@@ -312,7 +347,13 @@ class PimTarget:
         """
         if direct:
             return 0
-        return ceil_div(self._local.read_ps(nbytes) + self._local.write_ps(nbytes), PS_PER_NS)
+        cached = self._endpoint_cache.get(nbytes)
+        if cached is None:
+            local = self._local
+            cached = ceil_div(local.read_ps(nbytes) + local.write_ps(nbytes), PS_PER_NS)
+            if len(self._endpoint_cache) < 65_536:  # memoised per size (hot path), bounded
+                self._endpoint_cache[nbytes] = cached
+        return cached
 
     def step_timing(self) -> PimStepTiming:
         """The phase prices of a communication step, from this chip's resolved tables."""
@@ -385,6 +426,18 @@ class PimTarget:
         flits = ceil_div(nbytes, self._bus_width)
         network = round_half_up((flits + 2) * self._pair_latency_sum, n * (n - 1))
         return network + self._endpoint_ns(nbytes, direct)
+
+    def max_transfer_ns(self, nbytes: int) -> int:
+        """The dearest handshake plus the dearest per-flit latency (an upper bound)."""
+        if self._cores == 1:
+            return 0
+        flits = ceil_div(nbytes, self._bus_width)
+        return self._max_handshake + flits * self._max_latency + self._endpoint_ns(nbytes, False)
+
+    @property
+    def uniform_transfers(self) -> bool:
+        """False: the network prices each pair of cores (mesh hops or a latency table)."""
+        return False
 
     def global_read_ns(self, nbytes: int) -> int:
         """``ld``: 1 flit to global memory, global read, local write.
