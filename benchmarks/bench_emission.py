@@ -13,10 +13,11 @@ time on a shared machine; the wall total is given too): the rendezvous order
 (`raptor_cp.emit.latency_order`), lowering with local-memory allocation
 (`raptor_cp.emit.lower`), the static deadlock check
 (`raptor_cp.emit.rendezvous`), the compile's prediction of the program (event
-graph and single pass) and writing ``program.json.gz`` with its config. The
-``--pipeline`` models are also emitted at ``--depth``. The log-log slope of
-the emission CPU time (order + lower + check + write) against the instruction
-count over the latency rows is printed (1 is linear).
+graph, single pass and, for pipelines, the queue interval) and writing
+``program.json.gz`` with its config. The ``--pipeline`` models are also
+emitted at ``--depth``. The log-log slope of the emission CPU time (order +
+lower + check + write) against the instruction count over the latency rows is
+printed (1 is linear).
 """
 
 from __future__ import annotations
@@ -36,14 +37,14 @@ from raptor_cp import flows
 from raptor_cp.emit.files import write_emission
 from raptor_cp.emit.latency_order import latency_items
 from raptor_cp.emit.lower import lower_program
-from raptor_cp.emit.order import item_steps, pipeline_items
+from raptor_cp.emit.order import item_steps, pipeline_items, with_baseline
 from raptor_cp.emit.program import EmittedProgram
-from raptor_cp.emit.registers import fit_registers
 from raptor_cp.emit.rendezvous import check_rendezvous
 from raptor_cp.periodic.analysis import dependency_finish
 from raptor_cp.periodic.events import build_events
+from raptor_cp.periodic.queue_engine import run_queue
 from raptor_cp.periodic.single_pass import single_pass
-from raptor_cp.pipeline.realize import realize_pipeline
+from raptor_cp.pipeline.realize import pipeline_events
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -66,7 +67,9 @@ def measure(result: flows.CompileResult) -> dict[str, Any]:
         items = _timed(
             "order",
             times,
-            lambda: latency_items(graph, target, schedule, result.evaluation.start_ns),
+            lambda: with_baseline(
+                graph, latency_items(graph, target, schedule, result.evaluation.start_ns)
+            ),
         )
         looping, mode = False, "latency"
     else:
@@ -74,22 +77,23 @@ def measure(result: flows.CompileResult) -> dict[str, Any]:
 
         def order() -> Any:
             stage = plan.task_stage(graph.num_tasks)
-            realization = realize_pipeline(graph, plan.schedule, stage)
-            return fit_registers(pipeline_items(graph, realization))[0]
+            _, realization = pipeline_events(graph, target, plan.schedule, stage)
+            return with_baseline(graph, pipeline_items(graph, realization))
 
         items = _timed("order", times, order)
         looping, mode = True, "pipeline"
     lowered = _timed("lower", times, lambda: lower_program(graph, target, items))
     check = _timed("check", times, lambda: check_rendezvous(lowered.cores, looping))
 
-    def predict() -> int | None:
+    def predict() -> tuple[int | None, float | None]:
         events = build_events(item_steps(graph, target, items), target.step_timing(), "bench")
-        return single_pass(events, dependency_finish(events)).latency_ns
+        interval = run_queue(events).interval_ns if looping else None
+        return single_pass(events, dependency_finish(events)).latency_ns, interval
 
-    single = _timed("predict", times, predict)
-    prediction = {"realized_single_pass_ns": single, "realized_queue_interval_ns": None}
+    single, interval = _timed("predict", times, predict)
+    prediction = {"realized_single_pass_ns": single, "realized_queue_interval_ns": interval}
     prediction["schedule_interval_ns"] = getattr(result, "interval_ns", None)
-    program = EmittedProgram(mode, target, lowered, check, prediction, {})
+    program = EmittedProgram(mode, target, lowered, check, prediction)
     with tempfile.TemporaryDirectory() as folder:
         _timed(
             "write",

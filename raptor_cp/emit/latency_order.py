@@ -16,6 +16,12 @@ simulation of the program itself, a list scheduler of rendezvous:
   consumer the schedule starts first (ties: edge id); failing that, its next
   unit if the unit's inputs have arrived; failing both, it idles until a
   partner frees up;
+* a receiver holds received payloads until their consumer has run; it takes
+  a payload its next unit does not need only while those held payloads stay
+  within `MEMORY_SHARE` of its local memory (a payload its next unit needs is
+  always taken, so the simulation cannot stall on the budget). Without it,
+  eager receives overflowed the 1 MiB local memory on ViT-B/16 and the 16-bit
+  PIMCOMP-NN ResNet-18;
 * a transfer keeps the sender busy for the request, the permission and the
   source read, the receiver until the payload is written (the phase prices of
   the target's `StepTiming`); queues at switches are not simulated.
@@ -44,13 +50,16 @@ from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import MatrixWork, SchedulingTarget
+from raptor_cp.targets.pim.target import PimTarget
 
 QUANTUM_NS = 4_000
 """Longest unit a matrix task is cut into (a few transfers' worth of time)."""
+MEMORY_SHARE = 0.5
+"""Share of a core's local memory that payloads received ahead of need may hold."""
 
 
 def latency_items(
-    graph: ComputeGraph, target: SchedulingTarget, schedule: Schedule, start_ns: np.ndarray
+    graph: ComputeGraph, target: PimTarget, schedule: Schedule, start_ns: np.ndarray
 ) -> CoreItems:
     """The per-core programs of a checked latency schedule (module docstring).
 
@@ -81,11 +90,12 @@ class _Simulation:
     def __init__(
         self,
         graph: ComputeGraph,
-        target: SchedulingTarget,
+        target: PimTarget,
         schedule: Schedule,
         start_ns: np.ndarray,
     ) -> None:
         self.graph = graph
+        self.budget = MEMORY_SHARE * target.config.chip.core.local_memory.memory_size
         self.schedule = schedule
         timing = target.step_timing()
         core = schedule.core.tolist()
@@ -126,6 +136,9 @@ class _Simulation:
         self.events: list[tuple[int, int, int, int]] = []  # (time, sequence, core, finished task)
         self.sequence = 0
         self.transfers_left = len(self.key)
+        self.held = [0] * cores
+        """Bytes each core has received for consumers that have not run yet."""
+        self.received = [0] * graph.num_tasks
 
     def push(self, time: int, core: int, finished: int = -1) -> None:
         self.sequence += 1
@@ -139,6 +152,7 @@ class _Simulation:
             now, _, c, finished = heapq.heappop(self.events)
             self.busy[c] = False
             if finished >= 0:
+                self.held[c] -= self.received[finished]
                 for e in self.outgoing[finished]:
                     for end in (c, self.core[self.dst[e]]):
                         bisect.insort(self.pending[end], self.key[e])
@@ -156,7 +170,7 @@ class _Simulation:
         for position, (_, e) in enumerate(self.pending[c]):
             a, b = self.core[self.src[e]], self.core[self.dst[e]]
             partner = b if a == c else a
-            if self.busy[partner]:
+            if self.busy[partner] or not self.may_receive(e, b):
                 continue
             self.start_transfer(e, a, b, now)
             del self.pending[c][position]
@@ -173,12 +187,21 @@ class _Simulation:
         self.items[c].append(Item(ItemKind.TASK, task=task, part=part))
         self.push(now + ns, c, task if last else -1)
 
+    def may_receive(self, e: int, b: int) -> bool:
+        """Whether core ``b`` may take edge ``e``'s payload now (the memory budget)."""
+        if self.held[b] + self.nbytes[e] <= self.budget:
+            return True
+        i = self.next_unit[b]
+        return i < len(self.units[b]) and self.units[b][i][0] == self.dst[e]
+
     def start_transfer(self, e: int, a: int, b: int, now: int) -> None:
         nbytes = self.nbytes[e]
         self.items[a].append(Item(ItemKind.SEND, edge=e, peer=b, nbytes=nbytes))
         self.items[b].append(Item(ItemKind.RECV, edge=e, peer=a, nbytes=nbytes))
         self.busy[a] = self.busy[b] = True
         self.missing[self.dst[e]] -= 1
+        self.received[self.dst[e]] += nbytes
+        self.held[b] += nbytes
         self.transfers_left -= 1
         self.push(now + self.send_ns[e], a)
         self.push(now + self.recv_ns[e], b)

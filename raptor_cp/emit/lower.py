@@ -40,8 +40,10 @@ register does not already hold the value):
   event_register=e wait_value=n``, with the realization's registers renumbered
   densely per destination core (pimsim-nn has 32).
 
-Buffers: each task's output (the larger of what its instructions write, its
-publication and its largest outgoing edge) and one per received or loaded edge;
+Buffers: each task's output (the larger of what its instructions write -- for
+a vector task the graph's output fragment when it knows it, since a
+reduction's single op spans all its partial sums -- its publication and its
+largest outgoing edge) and one per received or loaded edge;
 a task reads its edges' receive/load buffers, or its producers' outputs on the
 same core. Their addresses come from `raptor_cp.emit.allocate`. Element-level
 layout is not modelled: the products of a matrix task all read its input
@@ -259,6 +261,8 @@ class _Lowering:
         self.width = chip.core.local_memory.data_width
         self.limit = chip.core.local_memory.memory_size
         self.published = publication_bytes(graph).tolist()
+        known = graph.output_bytes
+        self.known_output = [-1] * graph.num_tasks if known is None else known.tolist()
         self.src = graph.edge_src.tolist()
         self.dst = graph.edge_dst.tolist()
         self.nbytes = graph.edge_bytes.tolist()
@@ -276,6 +280,8 @@ class _Lowering:
         work = self.graph.work[task]
         if isinstance(work, MatrixWork):
             written = work.mvms * self.stride(work)
+        elif isinstance(work, VectorWork) and self.known_output[task] >= 0:
+            written = self.known_output[task]  # a reduction's op spans its partial sums
         elif isinstance(work, VectorWork):
             written = work.elements * -(-work.written_bits // 8)
         elif isinstance(work, MoveWork):
