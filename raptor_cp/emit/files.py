@@ -38,7 +38,8 @@ import numpy as np
 
 from raptor_cp.emit.program import EmittedProgram
 from raptor_cp.files import read_json
-from raptor_cp.reports.output import dumps, staged_directory
+from raptor_cp.limits import MAX_PAIRWISE_CORES
+from raptor_cp.reports.output import check_destination, dumps, staged_directory
 from raptor_cp.targets.pim.isa import (
     COLUMN,
     HEADER_DTYPE,
@@ -58,12 +59,26 @@ PROGRAM_DIR = "program"
 CONFIG_FILE = "config.json"
 NETWORK_FILE = "network.json"
 REPORT_FILE = "emission.json"
-EMISSION_FILES = (PROGRAM_FILE, PROGRAM_DIR, CONFIG_FILE, NETWORK_FILE, REPORT_FILE)
-"""Every name an emission directory holds; a directory with others is never replaced."""
+EMISSION_FILES = frozenset(
+    {PROGRAM_FILE, PROGRAM_DIR, CONFIG_FILE, NETWORK_FILE, REPORT_FILE}
+    | {f"{PROGRAM_DIR}/{CONFIG_FILE}"}
+    | {
+        f"{PROGRAM_DIR}/core_{c}.{kind}"
+        for c in range(MAX_PAIRWISE_CORES)
+        for kind in ("json", "pim")
+    }
+)
+"""Every path an emission directory may hold (cores up to the PIM core limit); a directory
+holding anything else is never replaced."""
 SIMULATED_INTERVALS = 8.5
 """Throughput runs last this many predicted intervals (8 complete rounds)."""
 TIMEOUT_FACTOR = 10
 """Latency timeout: this many times the predicted single pass (simulated ms)."""
+
+
+def check_emission(directory: Path) -> None:
+    """Fail now, before any work, if ``directory`` could not take an emission."""
+    check_destination(directory, EMISSION_FILES)
 
 
 def write_emission(
