@@ -10,7 +10,7 @@ documents the format; in short::
     name = "quick"
     [[study]]
     name = "latency"
-    mode = "latency"            # latency, pipeline, exchange, audit, cycle-ratio
+    mode = "latency"            # latency, pipeline, exchange, audit, packing, cycle-ratio
     workloads = ["@example", "models/lenet5.onnx", "glob:stg/*.stg"]   # relative paths
     targets = ["arch-a", "generic:4"]
     solvers = ["peft", "heft", { method = "cpsat", time_limit = 2, workers = 1 }]
@@ -37,9 +37,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-MODES = ("latency", "pipeline", "exchange", "audit", "cycle-ratio")
+MODES = ("latency", "pipeline", "exchange", "audit", "packing", "cycle-ratio")
 """What a study's cells do (docs/reports.md): latency scheduling, pipeline selection,
-IPU exchange admission, a ``verify`` audit, maximum cycle ratio."""
+IPU exchange admission, a ``verify`` audit, bin packing (fewest cores), maximum cycle ratio."""
 EXAMPLE = "@example"
 """The bundled ResNet-18 as a workload."""
 
@@ -65,7 +65,10 @@ _REFERENCE_KEYS = {
     "value": str,
     "status": str,
     "optimal": str,
+    "match": str,
 }
+MATCHES = ("exact", "suffix")
+"""How workload keys meet the reference column (`References.match`)."""
 
 
 @dataclass(frozen=True)
@@ -106,12 +109,19 @@ class References:
     status: str | None = None
     """Column saying whether the value is proved optimal; ``optimal`` is that column's word."""
     optimal: str = "optimal"
+    match: str = "exact"
+    """``exact``: the column holds the workload paths relative to ``root``. ``suffix``: it
+    may hold longer paths (e.g. the source's own folder layout, as BPPLIB's tables), and
+    a workload also matches the one row whose path ends with its own (``/``-separated
+    components; a suffix shared by two rows matches none)."""
 
     def table(self) -> dict[tuple[str, int | None], tuple[float, bool]]:
         """``(relative path, cores) -> (value, proved optimal)``.
 
         Values are read exactly (``"15065/139"`` is a fraction) and kept as
-        integers when integral.
+        integers when integral. A workload file holding several instances (an
+        OR-Library bin-packing file) names each as ``PATH#INSTANCE``, BPPLIB's
+        convention; rows of a cell are looked up under that key first.
         """
         import csv
         from fractions import Fraction
@@ -130,7 +140,21 @@ class References:
                 raise InvalidInputError(f"{self.file}: line {number}: {error}") from None
             proved = self.status is None or row.get(self.status) == self.optimal
             table[(key, cores)] = (value, proved)
+        if self.match == "suffix":
+            table.update(_suffixes(table))
         return table
+
+
+def _suffixes(
+    table: dict[tuple[str, int | None], tuple[float, bool]],
+) -> dict[tuple[str, int | None], tuple[float, bool]]:
+    """Every proper ``/``-suffix of the table's paths that only one row has and no row is."""
+    found: dict[tuple[str, int | None], list[tuple[float, bool]]] = {}
+    for (key, cores), entry in table.items():
+        parts = key.split("/")
+        for i in range(1, len(parts)):
+            found.setdefault(("/".join(parts[i:]), cores), []).append(entry)
+    return {k: v[0] for k, v in found.items() if len(v) == 1 and k not in table}
 
 
 @dataclass(frozen=True)
@@ -371,6 +395,10 @@ def _references(entry: dict[str, Any], base: Path, where: str) -> References:
     for key in ("file", "instance", "value"):
         if key not in entry:
             raise InvalidInputError(f"{where}: references needs {key!r}")
+    if entry.get("match", "exact") not in MATCHES:
+        raise InvalidInputError(
+            f"{where}: references.match must be one of {', '.join(MATCHES)}, not {entry['match']!r}"
+        )
     file = base / entry["file"]
     if not file.is_file():
         raise InvalidInputError(f"{where}: references file {entry['file']!r} not found")
@@ -382,4 +410,5 @@ def _references(entry: dict[str, Any], base: Path, where: str) -> References:
         cores=entry.get("cores"),
         status=entry.get("status"),
         optimal=entry.get("optimal", "optimal"),
+        match=entry.get("match", "exact"),
     )
