@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -53,8 +53,12 @@ from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target, scale_tar
 from raptor_cp.workload.model import Workload
 
 if TYPE_CHECKING:
+    from raptor_cp.emit.backend import BackendAttempt
+    from raptor_cp.emit.program import EmittedProgram
     from raptor_cp.exchange.admission import Admission, AdmissionLimits
     from raptor_cp.exchange.candidates import WorkloadCandidates
+    from raptor_cp.pipeline.plan import PipelinePlan
+    from raptor_cp.pipeline.selection import Candidate
 
 
 DEFAULT_SCHEDULER = "peft"
@@ -178,6 +182,8 @@ class LatencyResult:
     bounds: LowerBounds
     exchange: ExchangeAdmission | None = None
     """The exchange-table admission that chose this schedule (``--exchange-budget``)."""
+    program: EmittedProgram | None = None
+    """The schedule lowered to a verified pimsim-nn program (``--emit``)."""
 
     mode = "latency"
 
@@ -217,6 +223,8 @@ class LatencyResult:
         }
         if self.exchange is not None:
             summary["exchange"] = self.exchange.summary()
+        if self.program is not None:
+            summary["emission"] = emission_summary(self.program)
         return summary
 
 
@@ -230,6 +238,10 @@ class PipelineResult:
     """The selected plan (set, and passed `check`) with its selection evidence."""
     periodic: dict[str, Any] | None = None
     """The periodic diagnostic of the realized schedule (``--periodic-diagnostics``)."""
+    program: EmittedProgram | None = None
+    """The selected plan lowered to a verified pimsim-nn program (``--emit``)."""
+    backend_attempts: tuple[BackendAttempt, ...] = ()
+    """Each costed candidate the backend tried, in order (``--emit``)."""
 
     mode = "pipeline"
 
@@ -240,30 +252,39 @@ class PipelineResult:
         return self.solution.objective
 
     @property
+    def plan(self) -> PipelinePlan:
+        """The placed plan of the result (the emitted one with ``--emit``)."""
+        assert self.solution.plan is not None
+        return self.solution.plan
+
+    @property
+    def candidate(self) -> Candidate:
+        """The selection's candidate of `plan`: the selected one, unless the backend
+        rejected it and emitted the next costed candidate (`raptor_cp.emit.backend`)."""
+        assert self.solution.selection is not None
+        return self.solution.selection.candidate_of(self.plan)
+
+    @property
     def interval_source(self) -> str:
         """``queue estimate`` or ``analytic proxy`` (no queue comparison ran)."""
-        selection = self.solution.selection
-        queued = selection is not None and selection.selected.estimate_ns is not None
-        return "queue estimate" if queued else "analytic proxy"
+        return "queue estimate" if self.candidate.estimate_ns is not None else "analytic proxy"
 
     @property
     def interval_binding(self) -> str:
         """The term of `interval_ns` that binds it: a `RealizedScheduleCost.binding`
         (``queue_index``, ``queue_reversed``, ``core_work``, ``memory_service``) for a
         queue estimate, the analytic proxy's binding term otherwise."""
-        selection, plan = self.solution.selection, self.solution.plan
-        assert selection is not None and plan is not None
-        cost = selection.selected.cost
+        cost = self.candidate.cost
         if cost is not None and cost.binding is not None:
             return cost.binding
-        return plan.estimate.binding
+        return self.plan.estimate.binding
 
     def summary(self) -> dict[str, Any]:
         """The facts of the one-line summary and of ``compile --json``."""
         plan, selection = self.solution.plan, self.solution.selection
         assert plan is not None and selection is not None
         target = self.problem.target
-        return {
+        summary: dict[str, Any] = {
             "mode": self.mode,
             "model": self.prepared.model,
             "target": target.name,
@@ -282,13 +303,33 @@ class PipelineResult:
             "selection": {
                 "solver": selection.solver,
                 "candidates": len(selection.candidates),
-                "selected": selection.decision.selected,
+                "selected": self.candidate.index,
                 "queue_evaluations_used": selection.queue_evaluations[0],
             },
             "lower_bound_ns": interval_lower_bound(self.problem.graph, target)["interval_ns"],
             "lanes": self.prepared.lanes,
             "warnings": list(self.prepared.warnings),
         }
+        if self.program is not None:
+            summary["emission"] = emission_summary(self.program)
+        return summary
+
+
+def emission_summary(program: EmittedProgram) -> dict[str, Any]:
+    """The ``emission`` object of the compile summary: size and the program's prediction."""
+    return {
+        "instructions": program.lowered.instructions,
+        "cores": len(program.lowered.cores),
+        **program.prediction,
+    }
+
+
+class BackendRejectedError(NotFoundWithinBudgetError):
+    """No costed pipeline candidate passed the backend; ``result`` holds the attempts."""
+
+    def __init__(self, message: str, result: PipelineResult) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 CompileResult = LatencyResult | PipelineResult
@@ -339,11 +380,13 @@ def compile_latency(
     scheduler: str = DEFAULT_SCHEDULER,
     progress: Progress = _quiet,
     settings: Mapping[str, Any] | None = None,
+    emit: bool = False,
 ) -> LatencyResult:
     """Schedule a prepared model for latency with ``scheduler``, check and evaluate it.
 
     ``settings`` are the scheduler's keyword settings (e.g. ``time_limit_s`` for
-    ``cpsat``), as `raptor_cp.solvers.solve` takes them.
+    ``cpsat``), as `raptor_cp.solvers.solve` takes them. With ``emit``, also lower
+    the schedule to a verified pimsim-nn program (`raptor_cp.emit.program`).
 
     Raises
     ------
@@ -367,7 +410,30 @@ def compile_latency(
     check(problem, solution)
     evaluation = evaluate(problem, solution.schedule)
     progress("check", f"makespan {format_ns(int(evaluation.makespan_ns))}")
-    return LatencyResult(prepared, problem, solution, evaluation, bounds)
+    program = None
+    if emit:
+        from raptor_cp.emit.program import emit_latency
+
+        program = emit_latency(
+            prepared.graph,
+            prepared.target,
+            solution.schedule,
+            evaluation.start_ns,
+            int(evaluation.makespan_ns),
+        )
+        _emitted(progress, program)
+    return LatencyResult(prepared, problem, solution, evaluation, bounds, program=program)
+
+
+def _emitted(progress: Progress, program: EmittedProgram) -> None:
+    prediction = program.prediction
+    figure = "queue interval" if program.mode == "pipeline" else "single pass"
+    value = prediction.get("realized_queue_interval_ns", prediction["realized_single_pass_ns"])
+    progress(
+        "emit",
+        f"{program.lowered.instructions} instructions on {len(program.lowered.cores)} cores, "
+        f"predicted {figure} {'n/a' if value is None else format_ns(int(value))}",
+    )
 
 
 def compile_pipeline(
@@ -378,13 +444,18 @@ def compile_pipeline(
     progress: Progress = _quiet,
     method: str | None = None,
     settings: Mapping[str, Any] | None = None,
+    emit: bool = False,
 ) -> PipelineResult:
     """Select a pipeline schedule of at most ``depth`` stages and check it.
 
     ``method`` and ``settings`` choose the registered pipeline solver (default
     ``beam``, the queue-aware selection; ``initial`` keeps the initialized
-    schedule). With ``periodic``, also analyse the realized schedule's periodic execution
-    (read-only: the schedule does not change).
+    schedule).
+
+    With ``periodic``, also analyse the realized schedule's periodic execution
+    (read-only: the schedule does not change). With ``emit``, lower the selected
+    plan to a verified pimsim-nn program; a candidate the backend rejects is
+    replaced by the next costed one (`raptor_cp.emit.backend`).
 
     Raises
     ------
@@ -395,6 +466,8 @@ def compile_pipeline(
     SelectionStoppedError
         When candidates must be compared but one lacks a queue cost (the target
         has no queue model, an unsupported static form, no converged recurrence).
+    BackendRejectedError
+        With ``emit``, when the backend rejects every costed candidate.
     """
     problem = _with_advice(
         prepared, lambda: PipelineProblem(prepared.graph, prepared.target, depth)
@@ -420,19 +493,39 @@ def compile_pipeline(
     check(problem, solution)
     result = PipelineResult(prepared, problem, solution)
     progress("check", f"interval {format_ns(result.interval_ns)} ({result.interval_source})")
-    document = None
+    if emit:
+        from raptor_cp.emit.backend import BackendExhaustedError
+        from raptor_cp.emit.program import emit_pipeline_plan
+
+        try:
+            emitted, program, attempts = emit_pipeline_plan(
+                prepared.graph, prepared.target, solution
+            )
+        except BackendExhaustedError as error:
+            rejected = PipelineResult(prepared, problem, solution, None, None, error.attempts)
+            raise BackendRejectedError(f"{prepared.model}: {error}", rejected) from None
+        if emitted.plan is not plan:
+            check(problem, emitted)
+        _emitted(progress, program)
+        result = PipelineResult(prepared, problem, emitted, None, program, attempts)
     if periodic:
         from raptor_cp.pipeline.diagnostics import pipeline_periodic
 
         document = pipeline_periodic(
-            plan, prepared.graph, prepared.target, prepared.model, depth, selection.selected.cost
+            result.plan,
+            prepared.graph,
+            prepared.target,
+            prepared.model,
+            depth,
+            result.candidate.cost,
         )
         if document["status"] == "unavailable":
             progress("periodic", f"unavailable: {document['reason']}")
         else:
             recurrence, queue = document["recurrence"]["status"], document["queue"]["status"]
             progress("periodic", f"recurrence {recurrence}, queue {queue}")
-    return PipelineResult(prepared, problem, solution, document)
+        result = replace(result, periodic=document)
+    return result
 
 
 @dataclass(frozen=True, eq=False)
@@ -496,8 +589,6 @@ def compile_exchange(
     ExchangeNotAdmittedError
         When no candidate's exact table fits (carries the admission evidence).
     """
-    from dataclasses import replace
-
     from raptor_cp.errors import CapabilityUnavailableError
     from raptor_cp.exchange.admission import admit
     from raptor_cp.exchange.candidates import CandidateOptions, WorkloadCandidates
@@ -573,6 +664,7 @@ def compile(
     periodic: bool = False,
     exchange_budget: int | None = None,
     exchange_limits: AdmissionLimits | None = None,
+    emit: bool = False,
     progress: Progress = _quiet,
 ) -> CompileResult:
     """Compile ``model`` for ``target``: the library form of ``raptor-cp compile``.
@@ -597,15 +689,27 @@ def compile(
         Pipeline mode: also run the periodic diagnostic of the selected schedule.
     exchange_budget, exchange_limits:
         IPU targets: admit an exchange plan within this many bytes per tile.
+    emit:
+        PIM targets: also lower the schedule to a verified pimsim-nn program
+        (``result.program``; `raptor_cp.emit.files.write_emission` writes it).
     progress:
         ``progress(phase, detail)`` after each phase.
 
     docs/api.md shows it at work.
     """
     prepared = prepare(model, target, lanes=lanes, bits=bits, cores=cores, progress=progress)
+    if emit:
+        from raptor_cp.emit.program import pim_target
+
+        pim_target(prepared.target)
     if pipeline is not None and pipeline > 1:
         return compile_pipeline(
-            prepared, pipeline, method=pipeline_method, periodic=periodic, progress=progress
+            prepared,
+            pipeline,
+            method=pipeline_method,
+            periodic=periodic,
+            progress=progress,
+            emit=emit,
         )
     if exchange_budget is not None:
         from raptor_cp.exchange.admission import AdmissionLimits
@@ -618,4 +722,4 @@ def compile(
             scheduler=scheduler,
             progress=progress,
         )
-    return compile_latency(prepared, scheduler, progress)
+    return compile_latency(prepared, scheduler, progress, emit=emit)

@@ -149,3 +149,32 @@ class PipelineSelection:
     @property
     def selected(self) -> Candidate:
         return next(c for c in self.candidates if c.index == self.decision.selected)
+
+    def candidate_of(self, plan: PipelinePlan) -> Candidate:
+        """The candidate whose placed plan is ``plan`` (the emitted one may differ from
+        `selected` after a backend rejection, `raptor_cp.emit.backend`)."""
+        return next(c for c in self.candidates if c.plan is plan)
+
+    def backend_order(self) -> list[Candidate]:
+        """The costed candidates in the order the backend should try them.
+
+        The seeds ("Default throughput selection"): a candidate the backend rejects
+        is discarded and selection runs again among the remaining costed
+        candidates with the same policy, the initialized schedule (or, once it is
+        gone, the first remaining candidate) being the reference. The policy only
+        depends on the remaining set, so the whole order is computed here by
+        applying `near_equivalence` repeatedly: ``O(C² log C)`` for ``C`` costed
+        candidates (at most the 32 queue evaluations). The first entry is
+        `selected`. Without queue estimates (one candidate, or the ``initial``
+        solver) the selected candidate is the only costed one.
+        """
+        remaining = [c for c in self.candidates if c.estimate_ns is not None]
+        if self.selected not in remaining:
+            return [self.selected]
+        order: list[Candidate] = []
+        while remaining:
+            reference = min(c.index for c in remaining)
+            chosen = near_equivalence(remaining, reference).selected
+            order.append(next(c for c in remaining if c.index == chosen))
+            remaining = [c for c in remaining if c.index != chosen]
+        return order

@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 SELECTION_FORMAT = "raptor-cp-pipeline-selection"
 FORMAT_VERSION = 2
 BACKEND_WHY = (
-    "raptor-cp stops at the placed schedule: no candidate is lowered to instructions, so "
-    "there is no backend resource retry"
+    "compiled without --emit: no candidate was lowered to instructions, so there was no "
+    "backend resource retry"
 )
 
 
@@ -171,8 +171,17 @@ def _stage_rows(plan: PipelinePlan, candidate: Candidate) -> list[dict[str, obje
     return rows
 
 
-def _interval(selection: PipelineSelection) -> dict[str, object]:
-    chosen = selection.selected
+def _backend_attempts(result: PipelineResult) -> dict[str, object]:
+    """Each costed candidate the backend tried (``--emit``), and why there were none."""
+    attempts: dict[str, object] = {
+        "backend_attempts": [a.to_json() for a in result.backend_attempts]
+    }
+    if result.program is None and not result.backend_attempts:
+        attempts["backend_attempts_why"] = BACKEND_WHY
+    return attempts
+
+
+def _interval(selection: PipelineSelection, chosen: Candidate) -> dict[str, object]:
     if chosen.estimate_ns is not None:
         return {
             "interval_ns": chosen.estimate_ns,
@@ -192,7 +201,7 @@ def selection_document(result: PipelineResult) -> dict[str, object]:
     plan, selection = result.solution.plan, result.solution.selection
     assert plan is not None and selection is not None
     graph, target = result.problem.graph, result.problem.target
-    chosen = selection.selected
+    chosen = result.candidate
     initial = selection.initial
     partition = initial.partition
     decision = selection.decision
@@ -222,7 +231,7 @@ def selection_document(result: PipelineResult) -> dict[str, object]:
                 zip(plan.groups.names, plan.groups.tasks, strict=True)
             )
         ],
-        "interval": _interval(selection),
+        "interval": _interval(selection, chosen),
         "stages": _stage_rows(plan, chosen),
         "core_budgets": list(plan.budgets),
         "partition_core_budgets": [s.cores for s in partition.stages or ()],
@@ -283,7 +292,7 @@ def selection_document(result: PipelineResult) -> dict[str, object]:
             }
             for a in selection.attempts
         ],
-        "backend_attempts": {"attempts": [], "why": BACKEND_WHY},
+        **_backend_attempts(result),
         "termination": selection.termination,
         "queue_budget": {
             "queue_evaluations": queue_budget,
