@@ -31,6 +31,7 @@ import math
 import os
 import pathlib
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -72,10 +73,22 @@ def compile_case(model: pathlib.Path, method: str, depth: int, timeout: float) -
             "--pipeline-method", method, "--json", "--out", str(pathlib.Path(out) / "o"),
         ]  # fmt: skip
         began = time.perf_counter()
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"status": f"timeout after {timeout:.0f} s", "load": load}
+        # A session of its own: on timeout the whole group goes (GNU time and the
+        # compile under it), not only GNU time, which would orphan the compile.
+        with subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        ) as child:
+            try:
+                stdout, stderr = child.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.communicate()
+                return {"status": f"timeout after {timeout:.0f} s", "load": round(load, 1)}
+        done = subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
         wall = time.perf_counter() - began
         peak_kb = int(rss.read_text().split()[-1])
     row: dict[str, object] = {"wall_s": round(wall, 1), "load": round(load, 1)}
