@@ -8,9 +8,14 @@ from raptor_cp.errors import RaptorError
 from raptor_cp.problems import LatencySolver
 
 LATENCY_SOLVERS: dict[str, str] = {
+    "auto": "raptor_cp.heuristics.portfolio:PortfolioScheduler",
     "heft": "raptor_cp.heuristics.heft:HeftScheduler",
     "peft": "raptor_cp.heuristics.peft:PeftScheduler",
+    "cpop": "raptor_cp.heuristics.cpop:CpopScheduler",
+    "peft-replicas": "raptor_cp.heuristics.replicated:ReplicatedPeftScheduler",
+    "heft-replicas": "raptor_cp.heuristics.replicated:ReplicatedHeftScheduler",
     "cpsat": "raptor_cp.models.latency:CpSatLatencyModel",
+    "polish": "raptor_cp.models.polish:PolishedScheduler",
 }
 
 

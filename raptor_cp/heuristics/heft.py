@@ -21,9 +21,7 @@ from typing import ClassVar, NoReturn
 
 import numpy as np
 
-from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError
-from raptor_cp.evaluate import evaluate
 from raptor_cp.heuristics.list_common import (
     CoreTimelines,
     Reservations,
@@ -31,8 +29,9 @@ from raptor_cp.heuristics.list_common import (
     TransferRows,
     data_ready_ns,
     list_order,
+    list_solution,
 )
-from raptor_cp.problems import LatencyProblem, LatencySolution, Status
+from raptor_cp.problems import LatencyProblem, LatencySolution
 from raptor_cp.schedule import Schedule
 
 _NEVER = np.iinfo(np.int64).max
@@ -64,12 +63,22 @@ def upward_rank(problem: LatencyProblem) -> np.ndarray:
     return np.asarray(rank, dtype=np.int64)
 
 
-def heft_schedule(problem: LatencyProblem) -> Schedule:
+def heft_schedule(
+    problem: LatencyProblem,
+    priority: np.ndarray | None = None,
+    reserved: np.ndarray | None = None,
+    pin: np.ndarray | None = None,
+    name: str = "heft",
+) -> Schedule:
     """Run HEFT on ``problem`` and return its schedule (with HEFT's estimated starts).
 
     Order: decreasing `upward_rank` among ready tasks, smaller task id on ties
     (`list_order`). Core: smallest insertion-based earliest finish time among the
-    capacity-eligible cores, lowest core id on ties.
+    capacity-eligible cores, lowest core id on ties. ``priority`` replaces the
+    upward rank and ``reserved`` (``(W, P)`` bool) makes weights resident up
+    front (the portfolio's variants); ``pin[t] >= 0`` sends task ``t`` to that
+    core whenever it is eligible there (CPOP's critical-path core);
+    ``name`` labels the schedule.
 
     Raises
     ------
@@ -84,7 +93,10 @@ def heft_schedule(problem: LatencyProblem) -> Schedule:
     rows = TransferRows(target)
     timelines = CoreTimelines(cores)
     weights = Reservations(graph, target)
-    for task in list_order(graph, upward_rank(problem)).tolist():
+    if reserved is not None:
+        weights.reserve(reserved)
+    rank = upward_rank(problem) if priority is None else priority
+    for task in list_order(graph, rank).tolist():
         if graph.core_cost is not None:
             duration = graph.core_cost[task]
         else:
@@ -93,6 +105,9 @@ def heft_schedule(problem: LatencyProblem) -> Schedule:
         eligible = weights.eligible(task)
         if not eligible.any():
             _raise_no_room(problem, weights.resident, task)
+        if pin is not None and pin[task] >= 0 and eligible[pin[task]]:
+            eligible = np.zeros(cores, dtype=bool)
+            eligible[pin[task]] = True
         eft = np.where(eligible, timelines.append_starts(ready) + duration, _NEVER)
         chosen = int(np.argmin(eft))
         # Appending is exact where the core is free by `ready` or has no gap wide
@@ -116,7 +131,7 @@ def heft_schedule(problem: LatencyProblem) -> Schedule:
         core[task] = chosen
         timelines.place(chosen, task, int(start[task]), int(finish[task]))
         weights.add(task, chosen)
-    return Schedule(timelines.core_order(), start, "heft")
+    return Schedule(timelines.core_order(), start, name)
 
 
 def _raise_no_room(problem: LatencyProblem, weights: ResidentWeights, task: int) -> NoReturn:
@@ -139,14 +154,4 @@ class HeftScheduler:
     def solve(self, problem: LatencyProblem) -> LatencySolution:
         """Schedule ``problem``; objective is `evaluate`'s makespan, bound the lower bounds'."""
         began = time.perf_counter()
-        schedule = heft_schedule(problem)
-        objective = evaluate(problem, schedule).makespan_ns
-        bound = lower_bounds(problem.graph, problem.target).makespan_ns
-        return LatencySolution(
-            schedule=schedule,
-            status=Status.FEASIBLE,
-            solver=self.name,
-            objective=objective,
-            bound=bound,
-            wall_s=time.perf_counter() - began,
-        )
+        return list_solution(problem, heft_schedule(problem), self.name, began)

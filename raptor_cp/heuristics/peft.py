@@ -81,9 +81,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError
-from raptor_cp.evaluate import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.list_common import (
     CoreTimelines,
@@ -91,13 +89,14 @@ from raptor_cp.heuristics.list_common import (
     TransferRows,
     data_ready_ns,
     list_order,
+    list_solution,
 )
 from raptor_cp.heuristics.resident_packing import (
     MAX_REPLAYS,
     REPLAY_CHECK_BUDGET,
     pack_resident_weights,
 )
-from raptor_cp.problems import LatencyProblem, LatencySolution, Status
+from raptor_cp.problems import LatencyProblem, LatencySolution
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import SchedulingTarget
 
@@ -264,6 +263,7 @@ def _peft_pass(
     rows: TransferRows,
     reservations: Reservations,
     counters: _Counters,
+    name: str = "peft",
 ) -> Schedule | int:
     """Place every task of ``order``; return the schedule, or the first task that fits no core."""
     graph, target = problem.graph, problem.target
@@ -305,7 +305,7 @@ def _peft_pass(
         timelines.place(chosen, task, int(start[task]), int(finish[task]))
         reservations.add(task, chosen)
     counters.extra["estimated_makespan_ns"] = int(finish.max()) if graph.num_tasks else 0
-    return Schedule(timelines.core_order(), start, PeftScheduler.name)
+    return Schedule(timelines.core_order(), start, name)
 
 
 def _search_gaps(
@@ -391,8 +391,17 @@ def peft_schedule(
     problem: LatencyProblem,
     max_replays: int = MAX_REPLAYS,
     replay_check_budget: int = REPLAY_CHECK_BUDGET,
+    reserved: np.ndarray | None = None,
+    priority: np.ndarray | None = None,
+    name: str = "peft",
 ) -> tuple[Schedule, dict[str, object]]:
     """Run PEFT on ``problem``: the schedule (with PEFT's starts) and its counters.
+
+    ``reserved`` (``(W, P)`` bool, e.g. a `replication.ReplicationPlan`) makes
+    those weights resident before the first task, as the constructor's
+    reservations are after a failed pass. ``priority`` replaces ``rank_oct`` as
+    the list order (the portfolio's rank variants); None keeps PEFT's. ``name``
+    labels the schedule.
 
     Raises
     ------
@@ -402,11 +411,13 @@ def peft_schedule(
     """
     graph, target = problem.graph, problem.target
     table = optimistic_cost_table(graph, target)
-    order = list_order(graph, table.sum(axis=1)).tolist()
+    order = list_order(graph, table.sum(axis=1) if priority is None else priority).tolist()
     rows = HopTransferRows(target)
     counters = _Counters()
     tracked = Reservations(graph, target)
-    result = _peft_pass(problem, order, table, rows, tracked, counters)
+    if reserved is not None:
+        tracked.reserve(reserved)
+    result = _peft_pass(problem, order, table, rows, tracked, counters, name)
     counters.extra["prefer_reuse"] = tracked.prefer_reuse
     counters.extra["recovery"] = isinstance(result, int)
     if isinstance(result, int):
@@ -416,7 +427,7 @@ def peft_schedule(
         counters.extra.update(stats)
         seeded = Reservations(graph, target)
         seeded.reserve(reserved)
-        result = _peft_pass(problem, order, table, rows, seeded, counters)
+        result = _peft_pass(problem, order, table, rows, seeded, counters, name)
         assert isinstance(result, Schedule), "constructor reservations admit every task"
     details: dict[str, object] = {
         "candidate_checks": counters.candidate_checks,
@@ -446,14 +457,4 @@ class PeftScheduler:
         """Schedule ``problem``; objective is `evaluate`'s makespan, bound the lower bounds'."""
         began = time.perf_counter()
         schedule, details = peft_schedule(problem, self.max_replays, self.replay_check_budget)
-        objective = evaluate(problem, schedule).makespan_ns
-        bound = lower_bounds(problem.graph, problem.target).makespan_ns
-        return LatencySolution(
-            schedule=schedule,
-            status=Status.FEASIBLE,
-            solver=self.name,
-            objective=objective,
-            bound=bound,
-            wall_s=time.perf_counter() - began,
-            details=details,
-        )
+        return list_solution(problem, schedule, self.name, began, details)

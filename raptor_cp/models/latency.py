@@ -57,7 +57,7 @@ from raptor_cp.bounds import lower_bounds
 from raptor_cp.check import check
 from raptor_cp.errors import NotFoundWithinBudgetError, RaptorError, ScheduleViolationError
 from raptor_cp.evaluate import evaluate
-from raptor_cp.models.solve import CpSatRun, SolveSettings, run_cpsat
+from raptor_cp.models.solve import CpSatRun, Progress, SolveSettings, run_cpsat
 from raptor_cp.problems import LatencyProblem, LatencySolution, Status
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import UNLIMITED_CAPACITY
@@ -203,8 +203,15 @@ class CpSatLatencyModel:
         """The formulation and size this model would use for ``problem``."""
         return plan_latency_model(problem, self.max_size)
 
-    def solve(self, problem: LatencyProblem, hint: Schedule | None = None) -> LatencySolution:
+    def solve(
+        self,
+        problem: LatencyProblem,
+        hint: Schedule | None = None,
+        progress: Progress | None = None,
+    ) -> LatencySolution:
         """Minimise the makespan; ``hint`` (or the ``hint_with`` heuristic's schedule) guides it.
+
+        ``progress`` receives (best makespan, bound) as the search finds them.
 
         Returns a solution whose status says what was proved: OPTIMAL, FEASIBLE
         with a bound, NOT_FOUND (budget ran out) or INFEASIBLE (proved). Raises
@@ -217,7 +224,7 @@ class CpSatLatencyModel:
             hint, hint_note = _heuristic_hint(problem, self.hint_with)
         model, variables = self.build(problem)
         hint_note = _add_hint(model, variables, hint) if hint is not None else hint_note
-        solution = self.extract(run_cpsat(model, settings), variables)
+        solution = self.extract(run_cpsat(model, settings, progress), variables)
         details = {**solution.details, "hint": hint_note}
         return dataclasses.replace(solution, wall_s=time.perf_counter() - began, details=details)
 
@@ -355,6 +362,7 @@ class CpSatLatencyModel:
             "cpsat_objective": run.objective,
             "cpsat_bound": run.bound,
             "deterministic_time": run.deterministic_time,
+            "wall_capped": run.wall_capped,
             "transfer_model": variables.plan.transfer,
             "model_size": variables.plan.size,
             "symmetry_breaking": variables.plan.interchangeable_cores,

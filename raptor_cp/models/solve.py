@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,10 @@ WALL_CAP_SLACK_S = 5.0
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
+
+Progress = Callable[[int | None, int | None], None]
+"""Called with (best objective so far, best proved bound) whenever either improves;
+either may be None while unknown. Only reports: it never changes the search."""
 
 
 @dataclass(frozen=True)
@@ -108,8 +113,13 @@ class CpSatRun(HasGap):
         return self.status in (Status.OPTIMAL, Status.FEASIBLE)
 
 
-def run_cpsat(model: cp_model.CpModel, settings: SolveSettings) -> CpSatRun:
+def run_cpsat(
+    model: cp_model.CpModel, settings: SolveSettings, progress: Progress | None = None
+) -> CpSatRun:
     """Solve ``model`` under ``settings`` and map the result onto `Status`.
+
+    ``progress`` (see `Progress`; minimisation models) is told every new
+    solution and every better bound, from CP-SAT's solution and bound callbacks.
 
     UNKNOWN (time limit without a solution) becomes NOT_FOUND, never INFEASIBLE:
     only a proof is reported as infeasibility. A model without objective that
@@ -131,8 +141,11 @@ def run_cpsat(model: cp_model.CpModel, settings: SolveSettings) -> CpSatRun:
         params.max_time_in_seconds = WALL_CAP_FACTOR * settings.time_limit_s + WALL_CAP_SLACK_S
     else:
         params.max_time_in_seconds = settings.time_limit_s
+    callback = None if progress is None else _progress_callback(progress)
+    if callback is not None:
+        solver.best_bound_callback = callback.on_bound
     began = time.perf_counter()
-    code = solver.solve(model)
+    code = solver.solve(model, callback)
     wall_s = time.perf_counter() - began
     if code == cp_model.MODEL_INVALID:
         raise RaptorError(f"invalid CP-SAT model: {solver.solution_info() or 'rejected by CP-SAT'}")
@@ -168,3 +181,26 @@ def run_cpsat(model: cp_model.CpModel, settings: SolveSettings) -> CpSatRun:
         and status in (Status.FEASIBLE, Status.NOT_FOUND)
         and solver.deterministic_time < settings.time_limit_s,
     )
+
+
+def _progress_callback(progress: Progress) -> cp_model.CpSolverSolutionCallback:
+    """A solution callback forwarding (objective, bound) of a minimisation to ``progress``.
+
+    Its ``on_bound`` method is meant for ``CpSolver.best_bound_callback``. The
+    class is defined here so that importing this module does not import ortools.
+    """
+    from ortools.sat.python import cp_model
+
+    class ProgressCallback(cp_model.CpSolverSolutionCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.objective: int | None = None
+
+        def on_solution_callback(self) -> None:
+            self.objective = round(self.objective_value)
+            progress(self.objective, math.ceil(self.best_objective_bound - 1e-6))
+
+        def on_bound(self, bound: float) -> None:
+            progress(self.objective, math.ceil(bound - 1e-6))
+
+    return ProgressCallback()
