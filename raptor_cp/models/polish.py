@@ -50,10 +50,13 @@ def polish(
     settings: SolveSettings,
     progress: Progress | None = None,
     max_size: int = DEFAULT_MAX_SIZE,
+    wall_cap_s: float | None = None,
 ) -> LatencySolution:
     """Improve ``incumbent`` within ``settings.time_limit_s`` (module docstring).
 
     ``progress`` receives (best makespan, proved bound) on every improvement.
+    ``wall_cap_s`` overrides the LNS wall-clock safeguard (None: the default of
+    `raptor_cp.models.lns.improve_by_lns`).
     Raises ``ValueError`` if the incumbent has no schedule.
     """
     if incumbent.schedule is None or incumbent.objective is None:
@@ -99,12 +102,15 @@ def polish(
         bound,
         seed=settings.seed,
         progress=progress,
+        wall_cap_s=wall_cap_s,
     )
     details = {
         **base,
         "method": "lns",
         "windows": search.windows,
         "accepted_windows": search.accepted,
+        "rejected_windows": search.rejected,
+        "trajectory": [[t, m] for _, _, t, m in search.history],
         "deterministic_time": round(search.deterministic_time, 3),
         "wall_capped": search.wall_capped,
     }
@@ -152,6 +158,8 @@ class PolishedScheduler:
         CP-SAT settings (`raptor_cp.models.solve.SolveSettings`).
     start:
         Registry name of the solver giving the incumbent.
+    max_size, wall_cap_s:
+        Exact-model size limit (larger graphs use LNS) and LNS wall-clock safeguard.
     """
 
     name: ClassVar[str] = "polish"
@@ -161,6 +169,7 @@ class PolishedScheduler:
     deterministic: bool = True
     start: str = "auto"
     max_size: int = DEFAULT_MAX_SIZE
+    wall_cap_s: float | None = None
 
     def solve(self, problem: LatencyProblem, progress: Progress | None = None) -> LatencySolution:
         """The start solver's solution, polished within the budget."""
@@ -168,4 +177,4 @@ class PolishedScheduler:
 
         settings = SolveSettings(self.time_limit_s, self.workers, self.seed, self.deterministic)
         incumbent = latency_solver(self.start).solve(problem)
-        return polish(problem, incumbent, settings, progress, self.max_size)
+        return polish(problem, incumbent, settings, progress, self.max_size, self.wall_cap_s)

@@ -114,12 +114,17 @@ class CpSatRun(HasGap):
 
 
 def run_cpsat(
-    model: cp_model.CpModel, settings: SolveSettings, progress: Progress | None = None
+    model: cp_model.CpModel,
+    settings: SolveSettings,
+    progress: Progress | None = None,
+    tuning: dict[str, object] | None = None,
 ) -> CpSatRun:
     """Solve ``model`` under ``settings`` and map the result onto `Status`.
 
     ``progress`` (see `Progress`; minimisation models) is told every new
     solution and every better bound, from CP-SAT's solution and bound callbacks.
+    ``tuning`` sets further CP-SAT parameters by name (search effort only, e.g.
+    the LNS windows' ``linearization_level``; never the settings above).
 
     UNKNOWN (time limit without a solution) becomes NOT_FOUND, never INFEASIBLE:
     only a proof is reported as infeasibility. A model without objective that
@@ -135,6 +140,8 @@ def run_cpsat(
     params = solver.parameters
     params.num_workers = settings.workers
     params.random_seed = settings.seed
+    for name, value in (tuning or {}).items():
+        setattr(params, name, value)
     if settings.deterministic:
         params.max_deterministic_time = settings.time_limit_s
         params.interleave_search = settings.workers > 1

@@ -1,0 +1,169 @@
+"""``auto`` and polish on lowered PIM models: makespan and gap to the lower bound (issue #13).
+
+Usage::
+
+    python benchmarks/bench_latency_pim.py --out benchmarks/results/latency_pim.csv \
+        [--budget 60] [--snapshot 10] [--models resnet18 ...] \
+        [--pimcomp-models DIR --pimcomp-chip CONFIG.json]
+
+Models: resnet18, resnet50, mobilenetv2 and vit_b16_1layer (``tests/data/models``)
+on ``arch-a``; with ``--pimcomp-models``/``--pimcomp-chip``, PIMCOMP-NN's JSON
+node lists (16-bit) on that chip config, only those whose weights fit it
+(`LatencyProblem` refuses the others with a proof).
+
+Per model: the seeds' PEFT, each other portfolio member and ``auto`` (makespan,
+which member won, seconds), then `polish` from ``auto``'s incumbent with a
+budget of ``--budget`` CP-SAT deterministic units (1 worker, seed 0). Large
+graphs are polished by LNS, whose windows get a fixed share of deterministic
+time, so the search of a smaller budget is a prefix of a larger one: the
+``--snapshot`` column is the best makespan the run had reached when its
+deterministic time passed the snapshot (a separate run of that budget differs
+at most in its last window, which it truncates). The wall-clock safeguard is
+raised to ``--wall-cap`` seconds so that the runs are deterministic on a loaded
+machine; wall seconds are reported. Gap = (makespan - bound) / makespan with
+the analytic lower bound (`raptor_cp.bounds`); "gap closed" is the share of
+``auto``'s gap that polish removed. Each polished schedule is re-checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import pathlib
+import time
+
+from bench_scaling import MODELS, machine_info
+
+from raptor_cp.check import check
+from raptor_cp.errors import RaptorError
+from raptor_cp.evaluate import evaluate
+from raptor_cp.models.polish import polish
+from raptor_cp.models.solve import SolveSettings
+from raptor_cp.problems import LatencyProblem
+from raptor_cp.solvers import latency_solver
+from raptor_cp.targets.registry import resolve_target
+from raptor_cp.workload.load import load_workload
+from raptor_cp.workload.lowering import lower
+
+ONNX = ("resnet18", "resnet50", "mobilenetv2", "vit_b16_1layer")
+
+
+def instances(args: argparse.Namespace) -> list[tuple[str, pathlib.Path, str]]:
+    """(label, model file, target spec) to run, filtered by ``--models``."""
+    chosen = [(f"{m}.onnx", MODELS / f"{m}.onnx", "arch-a") for m in ONNX]
+    if args.pimcomp_models is not None:
+        chip = str(args.pimcomp_chip)
+        chosen += [
+            (f"PIMCOMP {p.stem}", p, chip) for p in sorted(args.pimcomp_models.glob("*.json"))
+        ]
+    if args.models:
+        chosen = [c for c in chosen if any(c[1].stem == m for m in args.models)]
+    return chosen
+
+
+def run(
+    label: str, path: pathlib.Path, spec: str, args: argparse.Namespace
+) -> dict[str, object] | None:
+    """One row, or None when the model does not fit the target (printed)."""
+    target = resolve_target(spec)
+    graph = lower(load_workload(path), target)
+    try:
+        problem = LatencyProblem(graph, target)
+    except RaptorError as error:
+        print(f"<!-- {label}: skipped, {error} -->", flush=True)
+        return None
+    row: dict[str, object] = {"model": label, "target": target.name, "tasks": graph.num_tasks}
+    began = time.perf_counter()
+    auto = latency_solver("auto").solve(problem)
+    row["auto_s"] = round(time.perf_counter() - began, 2)
+    assert auto.objective is not None and auto.bound is not None
+    row["bound"] = auto.bound
+    row["members"] = json.dumps(auto.details["members"])
+    row["winner"] = auto.details["winner"]
+    row["auto"] = auto.objective
+    row["auto_cores"] = evaluate(problem, auto.schedule).cores_used  # type: ignore[arg-type]
+    began = time.perf_counter()
+    polished = polish(
+        problem, auto, SolveSettings(args.budget, workers=1), wall_cap_s=args.wall_cap
+    )
+    row["polish_s"] = round(time.perf_counter() - began, 1)
+    assert polished.schedule is not None and polished.objective is not None
+    check(problem, polished.schedule)
+    assert evaluate(problem, polished.schedule).makespan_ns == polished.objective
+    details = polished.details["polish"]
+    assert isinstance(details, dict)
+    trajectory = details.get("trajectory", [])
+    row["snapshot"] = min([auto.objective] + [m for t, m in trajectory if t <= args.snapshot])
+    row["polish"] = polished.objective
+    row["polish_bound"] = polished.bound
+    row["method"] = details["method"]
+    row["windows"] = details.get("windows", "")
+    row["accepted"] = details.get("accepted_windows", "")
+    row["deterministic_time"] = details.get("deterministic_time", "")
+    row["wall_capped"] = details.get("wall_capped", False)
+    row["trajectory"] = json.dumps(trajectory)
+    return row
+
+
+def table(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
+    def ms(ns: object) -> str:
+        return f"{int(ns) / 1e6:.3f}"  # type: ignore[call-overload]
+
+    def gap(ns: object, bound: object) -> float:
+        return 100.0 * (int(ns) - int(bound)) / int(ns)  # type: ignore[call-overload]
+
+    lines = [
+        f"| model | target | tasks | bound ms | peft ms | auto ms (winner) | auto gap % "
+        f"| polish {args.snapshot:g} ms | gap % | polish {args.budget:g} ms | gap % "
+        f"| gap closed % | auto s | polish s |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        members = json.loads(str(r["members"]))
+        peft = members.get("peft")
+        closed = (
+            100.0 * (int(r["auto"]) - int(r["polish"])) / max(1, int(r["auto"]) - int(r["bound"]))
+        )  # type: ignore[call-overload]
+        lines.append(
+            f"| {r['model']} | {pathlib.Path(str(r['target'])).name} | {r['tasks']} "
+            f"| {ms(r['bound'])} | {ms(peft) if isinstance(peft, int) else peft} "
+            f"| {ms(r['auto'])} ({r['winner']}) | {gap(r['auto'], r['bound']):.1f} "
+            f"| {ms(r['snapshot'])} | {gap(r['snapshot'], r['bound']):.1f} "
+            f"| {ms(r['polish'])} | {gap(r['polish'], r['bound']):.1f} | {closed:.1f} "
+            f"| {r['auto_s']} | {r['polish_s']} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    parser.add_argument("--budget", type=float, default=60.0)
+    parser.add_argument("--snapshot", type=float, default=10.0)
+    parser.add_argument("--wall-cap", type=float, default=7200.0)
+    parser.add_argument("--models", nargs="*", default=None, help="model file stems to run")
+    parser.add_argument("--pimcomp-models", type=pathlib.Path, default=None)
+    parser.add_argument("--pimcomp-chip", type=pathlib.Path, default=None)
+    args = parser.parse_args()
+    print("# auto and polish on PIM models\n")
+    print(machine_info(("raptor-cp", "ortools", "onnx")) + "\n", flush=True)
+    rows = []
+    with args.out.open("w", newline="") as handle:
+        writer: csv.DictWriter[str] | None = None
+        for label, path, spec in instances(args):
+            row = run(label, path, spec, args)
+            if row is None:
+                continue
+            if writer is None:
+                writer = csv.DictWriter(handle, list(row))
+                writer.writeheader()
+            writer.writerow(row)
+            handle.flush()
+            rows.append(row)
+            print(f"<!-- done: {label} -->", flush=True)
+    print(table(rows, args))
+
+
+if __name__ == "__main__":
+    main()

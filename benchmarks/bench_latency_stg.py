@@ -1,0 +1,168 @@
+"""``auto`` portfolio and polish on the Kasahara STG 50-task set (issue #13).
+
+Usage::
+
+    python benchmarks/bench_latency_stg.py [--procs 2,4,8,16] [--limit N]
+        [--polish 1 5] [--workers 1] --out benchmarks/results/latency_stg.csv
+
+For every (instance, P) pair on ``generic:P`` (no communication) the script runs
+each portfolio member (PEFT, HEFT, CPOP), ``auto``, and `polish` from ``auto``'s
+incumbent with each ``--polish`` budget (CP-SAT deterministic units, seed 0,
+``--workers`` workers), and records makespan, proved bound, status and wall
+seconds. Optimal share and gaps use the published lower bound of
+``benchmarks/data/stg-kasahara/reference_makespan.csv`` (the optimum where one
+is published), like ``bench_stg.py``; ``proved`` counts pairs whose makespan
+meets raptor-cp's own proved bound (analytic or CP-SAT).
+
+Polish runs are deterministic: the search for budget ``b`` is the prefix of the
+search for a larger budget. So a larger budget is run only on pairs where the
+smaller one stopped without proving optimality; elsewhere its result is the
+smaller budget's (same schedule, same proof) and counted with the same time.
+Every polished schedule is re-checked with `check` and re-timed with `evaluate`.
+Rows are appended to ``--out`` as pairs finish; the summary goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import pathlib
+import statistics
+import sys
+import time
+
+from bench_scaling import machine_info
+
+from raptor_cp.check import check
+from raptor_cp.evaluate import evaluate
+from raptor_cp.models.polish import polish
+from raptor_cp.models.solve import SolveSettings
+from raptor_cp.problems import LatencyProblem, LatencySolution, Status
+from raptor_cp.solvers import latency_solver
+from raptor_cp.targets.generic import GenericTarget
+from raptor_cp.workload.load import load_workload
+from raptor_cp.workload.lowering import lower
+
+DATA = pathlib.Path(__file__).resolve().parent / "data" / "stg-kasahara"
+MEMBERS = ("peft", "heft", "cpop")
+
+
+def references(procs: list[int], limit: int | None) -> list[tuple[str, int, int]]:
+    """(instance, P, published lower bound) rows, sorted."""
+    with (DATA / "reference_makespan.csv").open(newline="") as handle:
+        rows = [
+            (r["instance"], int(r["procs"]), int(r["lower_bound"]))
+            for r in csv.DictReader(handle)
+            if int(r["procs"]) in procs
+        ]
+    chosen = set(sorted({r[0] for r in rows})[:limit])
+    return sorted(r for r in rows if r[0] in chosen)
+
+
+def confirmed(problem: LatencyProblem, solution: LatencySolution) -> int:
+    """The makespan of ``solution`` after `check` and `evaluate` agree with it."""
+    assert solution.schedule is not None and solution.objective is not None
+    check(problem, solution.schedule)
+    makespan = evaluate(problem, solution.schedule).makespan_ns
+    if makespan != solution.objective:
+        raise AssertionError(f"{problem.graph.name}: objective {solution.objective} != {makespan}")
+    return makespan
+
+
+def run_pair(instance: str, procs: int, budgets: list[float], workers: int) -> dict[str, object]:
+    """One CSV row: every member, auto, and each polish budget on (instance, procs)."""
+    target = GenericTarget(procs)
+    problem = LatencyProblem(lower(load_workload(DATA / instance), target), target)
+    row: dict[str, object] = {"instance": instance, "procs": procs}
+    for name in (*MEMBERS, "auto"):
+        began = time.perf_counter()
+        solution = latency_solver(name).solve(problem)
+        row[name] = confirmed(problem, solution)
+        row[f"{name}_s"] = round(time.perf_counter() - began, 4)
+        if name == "auto":
+            row["auto_winner"] = solution.details["winner"]
+            row["bound"] = solution.bound
+            incumbent = solution
+    previous: LatencySolution | None = None
+    previous_s = 0.0
+    for budget in budgets:
+        key = f"polish{budget:g}"
+        if previous is not None and previous.status == Status.OPTIMAL:
+            polished, seconds = previous, previous_s
+        else:
+            began = time.perf_counter()
+            polished = polish(problem, incumbent, SolveSettings(budget, workers))
+            seconds = row["auto_s"] + time.perf_counter() - began  # type: ignore[operator]
+        row[key] = confirmed(problem, polished)
+        row[f"{key}_bound"] = polished.bound
+        row[f"{key}_status"] = polished.status.value
+        row[f"{key}_s"] = round(float(seconds), 4)
+        row[f"{key}_wall_capped"] = polished.details["polish"].get("wall_capped", False)
+        previous, previous_s = polished, float(seconds)
+    return row
+
+
+def summary(
+    rows: list[dict[str, object]], lower: dict[tuple[str, int], int], keys: list[str]
+) -> str:
+    """Markdown table: optimal share, gaps and time per solver column."""
+    lines = [
+        "| solver | pairs | optimal (= published LB) | optimal % | proved optimal | mean gap % "
+        "| max gap % | mean s/pair | max s/pair |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key in keys:
+        gaps = [
+            100.0
+            * (int(r[key]) - lower[r["instance"], r["procs"]])
+            / lower[r["instance"], r["procs"]]  # type: ignore[index]
+            for r in rows
+        ]
+        optimal = sum(g == 0 for g in gaps)
+        bound_key = f"{key}_bound" if f"{key}_bound" in rows[0] else "bound"
+        proved = sum(int(r[key]) <= int(r[bound_key]) for r in rows)  # type: ignore[call-overload]
+        seconds = [float(r[f"{key}_s"]) for r in rows]  # type: ignore[arg-type]
+        lines.append(
+            f"| {key} | {len(rows)} | {optimal} | {100 * optimal / len(rows):.1f} | {proved} "
+            f"| {statistics.fmean(gaps):.3f} | {max(gaps):.2f} | {statistics.fmean(seconds):.3f} "
+            f"| {max(seconds):.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--procs", default="2,4,8,16")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N instances")
+    parser.add_argument("--polish", type=float, nargs="*", default=[1.0, 5.0])
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    args = parser.parse_args()
+    budgets = sorted(args.polish)
+    refs = references([int(p) for p in args.procs.split(",")], args.limit)
+    lower = {(i, p): lb for i, p, lb in refs}
+    rows = []
+    with args.out.open("w", newline="") as handle:
+        writer: csv.DictWriter[str] | None = None
+        for instance, procs, _ in refs:
+            row = run_pair(instance, procs, budgets, args.workers)
+            if writer is None:
+                writer = csv.DictWriter(handle, list(row))
+                writer.writeheader()
+            writer.writerow(row)
+            handle.flush()
+            rows.append(row)
+    keys = [*MEMBERS, "auto", *(f"polish{b:g}" for b in budgets)]
+    print("# Latency portfolio and polish on STG-50\n")
+    print(machine_info(("raptor-cp", "ortools")) + "\n")
+    print(summary(rows, lower, keys))
+    worse = sum(int(r["auto"]) > min(int(r["peft"]), int(r["heft"])) for r in rows)  # type: ignore[call-overload]
+    winners = statistics.multimode([r["auto_winner"] for r in rows])
+    counts = {m: sum(r["auto_winner"] == m for r in rows) for m in MEMBERS}
+    print(f"\nauto worse than HEFT or PEFT on {worse} pairs; winners {counts} (mode {winners}).")
+    capped = sum(bool(r[f"polish{b:g}_wall_capped"]) for r in rows for b in budgets)
+    print(f"polish runs stopped by the wall-clock safeguard: {capped}.", file=sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
