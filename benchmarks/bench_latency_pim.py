@@ -51,7 +51,7 @@ ONNX = ("resnet18", "resnet50", "mobilenetv2", "vit_b16_1layer")
 
 def instances(args: argparse.Namespace) -> list[tuple[str, pathlib.Path, str]]:
     """(label, model file, target spec) to run, filtered by ``--models``."""
-    chosen = [(f"{m}.onnx", MODELS / f"{m}.onnx", "arch-a") for m in ONNX]
+    chosen = [] if args.skip_onnx else [(f"{m}.onnx", MODELS / f"{m}.onnx", "arch-a") for m in ONNX]
     if args.pimcomp_models is not None:
         chip = str(args.pimcomp_chip)
         chosen += [
@@ -143,6 +143,7 @@ def main() -> None:
     parser.add_argument("--snapshot", type=float, default=10.0)
     parser.add_argument("--wall-cap", type=float, default=7200.0)
     parser.add_argument("--models", nargs="*", default=None, help="model file stems to run")
+    parser.add_argument("--skip-onnx", action="store_true", help="only the PIMCOMP-NN models")
     parser.add_argument("--pimcomp-models", type=pathlib.Path, default=None)
     parser.add_argument("--pimcomp-chip", type=pathlib.Path, default=None)
     args = parser.parse_args()
