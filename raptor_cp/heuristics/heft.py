@@ -26,11 +26,11 @@ from raptor_cp.heuristics.list_common import (
     CoreTimelines,
     Reservations,
     ResidentWeights,
-    TransferRows,
     data_ready_ns,
     list_order,
     list_solution,
 )
+from raptor_cp.heuristics.peft import HopTransferRows
 from raptor_cp.problems import LatencyProblem, LatencySolution
 from raptor_cp.schedule import Schedule
 
@@ -90,7 +90,7 @@ def heft_schedule(
     core = np.full(graph.num_tasks, -1, dtype=np.int64)
     start = np.zeros(graph.num_tasks, dtype=np.int64)
     finish = np.zeros(graph.num_tasks, dtype=np.int64)
-    rows = TransferRows(target)
+    rows = HopTransferRows(target)
     timelines = CoreTimelines(cores)
     weights = Reservations(graph, target)
     if reserved is not None:
