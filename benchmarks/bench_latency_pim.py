@@ -84,9 +84,7 @@ def run(
     row["auto"] = auto.objective
     row["auto_cores"] = evaluate(problem, auto.schedule).cores_used  # type: ignore[arg-type]
     began = time.perf_counter()
-    polished = polish(
-        problem, auto, SolveSettings(args.budget, workers=1), wall_cap_s=args.wall_cap
-    )
+    polished = polish(problem, auto, SolveSettings(args.budget, 1, wall_cap_s=args.wall_cap))
     row["polish_s"] = round(time.perf_counter() - began, 1)
     assert polished.schedule is not None and polished.objective is not None
     check(problem, polished.schedule)

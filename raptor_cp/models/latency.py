@@ -184,6 +184,8 @@ class CpSatLatencyModel:
         `solve` gets no explicit hint; None for no hint.
     max_size:
         Model-size limit above which the instance is refused as too large.
+    wall_cap_s:
+        Override of the wall-clock safeguard (`SolveSettings.wall_cap_s`).
     """
 
     name: ClassVar[str] = "cpsat"
@@ -194,10 +196,13 @@ class CpSatLatencyModel:
     deterministic: bool = True
     hint_with: str | None = "peft"
     max_size: int = DEFAULT_MAX_SIZE
+    wall_cap_s: float | None = None
 
     @property
     def settings(self) -> SolveSettings:
-        return SolveSettings(self.time_limit_s, self.workers, self.seed, self.deterministic)
+        return SolveSettings(
+            self.time_limit_s, self.workers, self.seed, self.deterministic, self.wall_cap_s
+        )
 
     def plan(self, problem: LatencyProblem) -> LatencyModelPlan:
         """The formulation and size this model would use for ``problem``."""

@@ -56,7 +56,7 @@ import numpy as np
 from raptor_cp.check import check
 from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.evaluate import Evaluation, edge_delays, evaluate, task_costs
-from raptor_cp.models.solve import WALL_CAP_FACTOR, WALL_CAP_SLACK_S, SolveSettings, run_cpsat
+from raptor_cp.models.solve import SolveSettings, run_cpsat
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import UNLIMITED_CAPACITY
@@ -136,7 +136,8 @@ def improve_by_lns(
 
     Stops when the budget is spent, the makespan meets ``bound``, or the
     wall-clock safeguard cuts (``wall_capped``): after ``wall_cap_s`` seconds, by
-    default `raptor_cp.models.solve`'s ``WALL_CAP_FACTOR * budget + WALL_CAP_SLACK_S``.
+    default `raptor_cp.models.solve.SolveSettings.wall_cap` of the budget; each window's
+    solve is capped by what is left of it.
     ``incumbent`` must pass `check`.
     """
     check(problem, incumbent)
@@ -145,7 +146,7 @@ def improve_by_lns(
     result = LnsResult(incumbent, current.timing.makespan_ns)
     rng = np.random.default_rng(seed)
     began = time.perf_counter()
-    wall_cap = WALL_CAP_FACTOR * budget + WALL_CAP_SLACK_S if wall_cap_s is None else wall_cap_s
+    wall_cap = SolveSettings(budget, wall_cap_s=wall_cap_s).wall_cap
     while result.makespan > bound and result.deterministic_time < budget - 1e-9:
         if time.perf_counter() - began > wall_cap:
             result.wall_capped = True
@@ -155,10 +156,12 @@ def improve_by_lns(
         centre = chain[int(rng.integers(0, len(chain)))]
         window = _window(instance, current, kind, centre, chain, size)
         allowed = min(WINDOW_BUDGET, budget - result.deterministic_time)
-        settings = SolveSettings(max(allowed, 1e-3), workers=1, seed=seed, deterministic=True)
-        schedule, spent = _solve_window(instance, current, window, candidates, settings)
+        left = max(wall_cap - (time.perf_counter() - began), 1e-3)
+        settings = SolveSettings(max(allowed, 1e-3), 1, seed, deterministic=True, wall_cap_s=left)
+        schedule, spent, capped = _solve_window(instance, current, window, candidates, settings)
         result.windows += 1
         result.deterministic_time += spent
+        result.wall_capped |= capped
         if schedule is None:
             continue
         try:
@@ -272,8 +275,9 @@ def _solve_window(
     window: np.ndarray,
     candidates: int,
     settings: SolveSettings,
-) -> tuple[Schedule | None, float]:
-    """Re-optimise ``window``; the new schedule (None without a solution) and its det. time.
+) -> tuple[Schedule | None, float, bool]:
+    """Re-optimise ``window``: the new schedule (None without a solution), the deterministic
+    time spent, and whether the wall-clock safeguard cut the solve.
 
     Tasks split four ways (see the module docstring): ``free`` (the window),
     *constants* (not reachable from the window: start kept), *variables*
@@ -375,7 +379,7 @@ def _solve_window(
     model.add_hint(makespan, int(timing.makespan_ns))
     run = run_cpsat(model, settings, tuning=WINDOW_TUNING)
     if not run.has_solution:
-        return None, run.deterministic_time
+        return None, run.deterministic_time, run.wall_capped
     solver = run.solver
     new_core = core.copy()
     new_start = timing.start_ns.copy()
@@ -383,7 +387,8 @@ def _solve_window(
         new_start[t] = solver.value(start[t])
     for t, lits in options.items():
         new_core[t] = next(p for p, lit in lits if solver.boolean_value(lit))
-    return _reorder(instance, schedule, new_core, new_start, moving, tail), run.deterministic_time
+    reordered = _reorder(instance, schedule, new_core, new_start, moving, tail)
+    return reordered, run.deterministic_time, run.wall_capped
 
 
 def _hint_current(

@@ -50,13 +50,11 @@ def polish(
     settings: SolveSettings,
     progress: Progress | None = None,
     max_size: int = DEFAULT_MAX_SIZE,
-    wall_cap_s: float | None = None,
 ) -> LatencySolution:
     """Improve ``incumbent`` within ``settings.time_limit_s`` (module docstring).
 
     ``progress`` receives (best makespan, proved bound) on every improvement.
-    ``wall_cap_s`` overrides the LNS wall-clock safeguard (None: the default of
-    `raptor_cp.models.lns.improve_by_lns`).
+    ``settings.wall_cap_s`` overrides the wall-clock safeguard of the whole polish.
     Raises ``ValueError`` if the incumbent has no schedule.
     """
     if incumbent.schedule is None or incumbent.objective is None:
@@ -81,6 +79,7 @@ def polish(
             workers=settings.workers,
             seed=settings.seed,
             deterministic=settings.deterministic,
+            wall_cap_s=settings.wall_cap_s,
             hint_with=None,
             max_size=max_size,
         )
@@ -102,7 +101,7 @@ def polish(
         bound,
         seed=settings.seed,
         progress=progress,
-        wall_cap_s=wall_cap_s,
+        wall_cap_s=settings.wall_cap_s,
     )
     details = {
         **base,
@@ -158,8 +157,10 @@ class PolishedScheduler:
         CP-SAT settings (`raptor_cp.models.solve.SolveSettings`).
     start:
         Registry name of the solver giving the incumbent.
-    max_size, wall_cap_s:
-        Exact-model size limit (larger graphs use LNS) and LNS wall-clock safeguard.
+    wall_cap_s:
+        Wall-clock safeguard override (`SolveSettings.wall_cap_s`).
+    max_size:
+        Exact-model size limit; larger graphs use LNS.
     """
 
     name: ClassVar[str] = "polish"
@@ -175,6 +176,8 @@ class PolishedScheduler:
         """The start solver's solution, polished within the budget."""
         from raptor_cp.solvers import latency_solver
 
-        settings = SolveSettings(self.time_limit_s, self.workers, self.seed, self.deterministic)
+        settings = SolveSettings(
+            self.time_limit_s, self.workers, self.seed, self.deterministic, self.wall_cap_s
+        )
         incumbent = latency_solver(self.start).solve(problem)
-        return polish(problem, incumbent, settings, progress, self.max_size, self.wall_cap_s)
+        return polish(problem, incumbent, settings, progress, self.max_size)

@@ -70,12 +70,24 @@ class SolveSettings:
         ``random_seed`` of the search.
     deterministic:
         Make the run reproducible (see the module docstring for how).
+    wall_cap_s:
+        Override of the wall-clock safeguard of deterministic runs.
     """
 
     time_limit_s: float = 10.0
     workers: int = 8
     seed: int = 0
     deterministic: bool = True
+    wall_cap_s: float | None = None
+    """Wall-clock safeguard of a deterministic run; None: ``WALL_CAP_FACTOR * time_limit_s +
+    WALL_CAP_SLACK_S`` (see the module docstring)."""
+
+    @property
+    def wall_cap(self) -> float:
+        """The wall-clock safeguard in seconds (deterministic runs)."""
+        if self.wall_cap_s is not None:
+            return self.wall_cap_s
+        return WALL_CAP_FACTOR * self.time_limit_s + WALL_CAP_SLACK_S
 
     def __post_init__(self) -> None:
         if not self.time_limit_s > 0:
@@ -145,7 +157,7 @@ def run_cpsat(
     if settings.deterministic:
         params.max_deterministic_time = settings.time_limit_s
         params.interleave_search = settings.workers > 1
-        params.max_time_in_seconds = WALL_CAP_FACTOR * settings.time_limit_s + WALL_CAP_SLACK_S
+        params.max_time_in_seconds = settings.wall_cap
     else:
         params.max_time_in_seconds = settings.time_limit_s
     callback = None if progress is None else _progress_callback(progress)
