@@ -9,7 +9,9 @@ makespan is strictly shorter (issue #13).
 Neighbourhoods (cycled in this order, each centred on a task of the current
 critical chain, walking the chain from its end):
 
-* ``time``: the ``size`` tasks whose start is nearest the centre's start;
+* ``time``: the ``size`` tasks whose start is nearest the centre's start
+  (``size`` adapts: it grows after a window solved to optimality without
+  improvement and shrinks after one its budget stopped);
 * ``cores``: tasks within that time span on the centre's core and the nearest
   cores by hops (a group of cores);
 * ``chain``: the critical chain around the centre plus the other lanes of the
@@ -35,7 +37,8 @@ solution is a valid schedule; the new core orders sort tasks by (start, finish,
 topological rank) and `check` re-validates them before acceptance.
 
 Budget: CP-SAT deterministic time summed over windows, each window getting
-`WINDOW_BUDGET` units (or what is left); the wall-clock safeguard
+`WINDOW_BUDGET` units (or what is left) and being charged at least
+`WINDOW_CHARGE_PER_CONSTRAINT` per constraint of its model; the wall-clock safeguard
 of `raptor_cp.models.solve` applies to the whole search and is reported when it
 cuts. Window positions come from a generator seeded with ``seed``: identical
 inputs give identical results. Cost per window: ``O(T + E + |S| K^2)`` model
@@ -57,7 +60,7 @@ from raptor_cp.check import check
 from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.evaluate import Evaluation, edge_delays, evaluate, task_costs
 from raptor_cp.models.solve import SolveSettings, run_cpsat
-from raptor_cp.problems import LatencyProblem
+from raptor_cp.problems import LatencyProblem, Status
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import UNLIMITED_CAPACITY
 
@@ -75,10 +78,22 @@ WINDOW_TUNING: dict[str, object] = {
     "linearization_level": 0,
     "symmetry_level": 0,
     "add_lp_constraints_lazily": True,
+    "cp_model_presolve": False,
+    "cp_model_probing_level": 0,
 }
-"""CP-SAT parameters of the window solves: on ResNet-18 windows (PIMCOMP-NN chip) they cut
-wall time per deterministic unit about 5x (symmetry detection and the LP relaxation are
-not counted in deterministic time) with equal or better objectives."""
+"""CP-SAT parameters of the window solves. Symmetry detection, the LP relaxation, presolve
+and probing are barely counted in deterministic time but dominated wall time: on ResNet-18
+windows they cost 5x (PIMCOMP-NN chip) and a further 3.5x (arch-a) the wall time for
+the same objectives."""
+WINDOW_CHARGE_PER_CONSTRAINT = 1 / 25_000
+"""Deterministic units a window is charged at least per model constraint. Building and
+loading a window's model is not counted in CP-SAT's deterministic time (about 0.4 s per
+10,000 constraints here), so without this floor a budget would allow unboundedly many
+cheap windows; the floor keeps the charge a deterministic function of the model."""
+WINDOW_GROWTH = 1.5
+WINDOW_MIN_TASKS, WINDOW_MAX_TASKS = 20, 2000
+"""Adaptive window size: a window solved to optimality without improvement grows by
+`WINDOW_GROWTH`, one stopped by its budget without improvement shrinks, within these."""
 MODEL_FACTOR = 10
 """A window is halved (earliest tasks kept) until at most this many times its size are modelled."""
 
@@ -158,27 +173,33 @@ def improve_by_lns(
         allowed = min(WINDOW_BUDGET, budget - result.deterministic_time)
         left = max(wall_cap - (time.perf_counter() - began), 1e-3)
         settings = SolveSettings(max(allowed, 1e-3), 1, seed, deterministic=True, wall_cap_s=left)
-        schedule, spent, capped = _solve_window(instance, current, window, candidates, settings)
+        schedule, spent, capped, proved = _solve_window(
+            instance, current, window, candidates, settings
+        )
         result.windows += 1
         result.deterministic_time += spent
         result.wall_capped |= capped
-        if schedule is None:
+        if schedule is not None:
+            try:
+                check(problem, schedule)
+            except ScheduleViolationError:
+                result.rejected += 1
+                schedule = None
+        candidate = None if schedule is None else _current(problem, schedule)
+        if candidate is None or candidate.timing.makespan_ns >= result.makespan:
+            # Nothing better in a window solved to optimality: widen; unsolved: narrow.
+            grown = int(size * WINDOW_GROWTH) if proved else int(size / WINDOW_GROWTH)
+            size = min(max(grown, WINDOW_MIN_TASKS), WINDOW_MAX_TASKS)
             continue
-        try:
-            check(problem, schedule)
-        except ScheduleViolationError:
-            result.rejected += 1
-            continue
-        candidate = _current(problem, schedule)
-        if candidate.timing.makespan_ns < result.makespan:
-            current = candidate
-            result.schedule, result.makespan = schedule, candidate.timing.makespan_ns
-            result.accepted += 1
-            result.history.append(
-                (kind, len(window), round(result.deterministic_time, 3), result.makespan)
-            )
-            if progress is not None:
-                progress(result.makespan, bound)
+        assert schedule is not None
+        current = candidate
+        result.schedule, result.makespan = schedule, candidate.timing.makespan_ns
+        result.accepted += 1
+        result.history.append(
+            (kind, len(window), round(result.deterministic_time, 3), result.makespan)
+        )
+        if progress is not None:
+            progress(result.makespan, bound)
     return result
 
 
@@ -275,9 +296,10 @@ def _solve_window(
     window: np.ndarray,
     candidates: int,
     settings: SolveSettings,
-) -> tuple[Schedule | None, float, bool]:
+) -> tuple[Schedule | None, float, bool, bool]:
     """Re-optimise ``window``: the new schedule (None without a solution), the deterministic
-    time spent, and whether the wall-clock safeguard cut the solve.
+    time spent, whether the wall-clock safeguard cut the solve, and whether the window's
+    optimum was proved.
 
     Tasks split four ways (see the module docstring): ``free`` (the window),
     *constants* (not reachable from the window: start kept), *variables*
@@ -378,8 +400,10 @@ def _solve_window(
     _hint_current(model, instance, current, modelled, options, start, end, entry, added)
     model.add_hint(makespan, int(timing.makespan_ns))
     run = run_cpsat(model, settings, tuning=WINDOW_TUNING)
+    proved = run.status == Status.OPTIMAL
+    spent = max(run.deterministic_time, len(model.proto.constraints) * WINDOW_CHARGE_PER_CONSTRAINT)
     if not run.has_solution:
-        return None, run.deterministic_time, run.wall_capped
+        return None, spent, run.wall_capped, proved
     solver = run.solver
     new_core = core.copy()
     new_start = timing.start_ns.copy()
@@ -388,7 +412,7 @@ def _solve_window(
     for t, lits in options.items():
         new_core[t] = next(p for p, lit in lits if solver.boolean_value(lit))
     reordered = _reorder(instance, schedule, new_core, new_start, moving, tail)
-    return reordered, run.deterministic_time, run.wall_capped
+    return reordered, spent, run.wall_capped, proved
 
 
 def _hint_current(
