@@ -23,6 +23,7 @@ raised to ``--wall-cap`` seconds so that the runs are deterministic on a loaded
 machine; wall seconds are reported. Gap = (makespan - bound) / makespan with
 the analytic lower bound (`raptor_cp.bounds`); "gap closed" is the share of
 ``auto``'s gap that polish removed. Each polished schedule is re-checked.
+``--summarize CSV...`` reprints the table of earlier runs with today's bounds.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import time
 
 from bench_scaling import MODELS, machine_info
 
+from raptor_cp.bounds import lower_bounds
 from raptor_cp.check import check
 from raptor_cp.errors import RaptorError
 from raptor_cp.evaluate import evaluate
@@ -104,31 +106,45 @@ def run(
     return row
 
 
-def table(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
-    def ms(ns: object) -> str:
-        return f"{int(ns) / 1e6:.3f}"  # type: ignore[call-overload]
+def strongest_bound(row: dict[str, str], args: argparse.Namespace) -> int:
+    """`lower_bounds` of the row's model now (it may be stronger than at run time)."""
+    label = row["model"]
+    if label.startswith("PIMCOMP "):
+        path = args.pimcomp_models / f"{label.removeprefix('PIMCOMP ')}.json"
+    else:
+        path = MODELS / label
+    target = resolve_target(row["target"])
+    graph = lower(load_workload(path), target)
+    return max(int(row["bound"]), lower_bounds(graph, target).makespan_ns)
 
-    def gap(ns: object, bound: object) -> float:
-        return 100.0 * (int(ns) - int(bound)) / int(ns)  # type: ignore[call-overload]
+
+def table(rows: list[dict[str, str]], args: argparse.Namespace) -> str:
+    """Markdown table of makespans (ms) and gaps (makespan - bound) / makespan (%)."""
+
+    def ms(ns: object) -> str:
+        return f"{int(str(ns)) / 1e6:.3f}"
 
     lines = [
-        f"| model | target | tasks | bound ms | peft ms | auto ms (winner) | auto gap % "
-        f"| polish {args.snapshot:g} ms | gap % | polish {args.budget:g} ms | gap % "
-        f"| gap closed % | auto s | polish s |",
+        "| model | target | tasks | bound ms | peft ms | auto ms (winner) | auto gap % "
+        "| polish-prefix ms | gap % | polish ms (det. units) | gap % | gap closed % "
+        "| auto s | polish s |",
         "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        members = json.loads(str(r["members"]))
+        bound = strongest_bound(r, args) if args.summarize else int(r["bound"])
+        auto, snap, final = int(r["auto"]), int(r["snapshot"]), int(r["polish"])
+        members = json.loads(r["members"])
         peft = members.get("peft")
-        closed = (
-            100.0 * (int(r["auto"]) - int(r["polish"])) / max(1, int(r["auto"]) - int(r["bound"]))
-        )  # type: ignore[call-overload]
+
+        def gap(ns: int, bound: int = bound) -> str:
+            return f"{100.0 * (ns - bound) / ns:.1f}"
+
+        closed = 100.0 * (auto - final) / max(1, auto - bound)
         lines.append(
-            f"| {r['model']} | {pathlib.Path(str(r['target'])).name} | {r['tasks']} "
-            f"| {ms(r['bound'])} | {ms(peft) if isinstance(peft, int) else peft} "
-            f"| {ms(r['auto'])} ({r['winner']}) | {gap(r['auto'], r['bound']):.1f} "
-            f"| {ms(r['snapshot'])} | {gap(r['snapshot'], r['bound']):.1f} "
-            f"| {ms(r['polish'])} | {gap(r['polish'], r['bound']):.1f} | {closed:.1f} "
+            f"| {r['model']} | {pathlib.Path(r['target']).name} | {r['tasks']} | {ms(bound)} "
+            f"| {ms(peft) if isinstance(peft, int) else peft} | {ms(auto)} ({r['winner']}) "
+            f"| {gap(auto)} | {ms(snap)} | {gap(snap)} | {ms(final)} "
+            f"({float(r['deterministic_time'] or 0):.1f}) | {gap(final)} | {closed:.1f} "
             f"| {r['auto_s']} | {r['polish_s']} |"
         )
     return "\n".join(lines)
@@ -142,9 +158,23 @@ def main() -> None:
     parser.add_argument("--wall-cap", type=float, default=7200.0)
     parser.add_argument("--models", nargs="*", default=None, help="model file stems to run")
     parser.add_argument("--skip-onnx", action="store_true", help="only the PIMCOMP-NN models")
+    parser.add_argument(
+        "--summarize",
+        nargs="*",
+        type=pathlib.Path,
+        default=None,
+        help="only print the table of these CSVs, with today's lower bounds",
+    )
     parser.add_argument("--pimcomp-models", type=pathlib.Path, default=None)
     parser.add_argument("--pimcomp-chip", type=pathlib.Path, default=None)
     args = parser.parse_args()
+    if args.summarize is not None:
+        summarized = []
+        for path in args.summarize:
+            with path.open(newline="") as handle:
+                summarized += list(csv.DictReader(handle))
+        print(table(summarized, args))
+        return
     print("# auto and polish on PIM models\n")
     print(machine_info(("raptor-cp", "ortools", "onnx")) + "\n", flush=True)
     rows = []
@@ -159,7 +189,7 @@ def main() -> None:
                 writer.writeheader()
             writer.writerow(row)
             handle.flush()
-            rows.append(row)
+            rows.append({k: str(v) for k, v in row.items()})
             print(f"<!-- done: {label} -->", flush=True)
     print(table(rows, args))
 

@@ -153,21 +153,6 @@ def summary(rows: list[dict[str, str]], refs: dict[tuple[str, int], tuple[str, i
     return "\n".join(lines)
 
 
-def rerun_capped(
-    path: pathlib.Path, budgets: list[float], workers: int, wall_cap: float | None
-) -> None:
-    """Replace the rows of ``path`` with a wall-capped polish by a fresh run (``wall_cap``)."""
-    rows = read_rows(path)
-    for i, r in enumerate(rows):
-        if any(r[k] == "True" for k in r if k.endswith("_wall_capped")):
-            fresh = run_pair(r["instance"], int(r["procs"]), budgets, workers, wall_cap)
-            rows[i] = {k: str(v) for k, v in fresh.items()}
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def read_rows(path: pathlib.Path) -> list[dict[str, str]]:
     with path.open(newline="") as handle:
         return list(csv.DictReader(handle))
@@ -185,9 +170,9 @@ def main() -> None:
     )
     parser.add_argument("--wall-cap", type=float, default=None, help="wall safeguard, s")
     parser.add_argument(
-        "--rerun-capped",
+        "--resume",
         action="store_true",
-        help="re-run the pairs of --out whose polish the wall-clock safeguard cut",
+        help="keep the rows of --out whose polish the wall-clock safeguard did not cut",
     )
     args = parser.parse_args()
     budgets = sorted(args.polish)
@@ -196,14 +181,19 @@ def main() -> None:
     if args.summarize:
         print(summary(read_rows(args.out), refs_by_pair))
         return
-    if args.rerun_capped:
-        rerun_capped(args.out, budgets, args.workers, args.wall_cap)
-        print(summary(read_rows(args.out), refs_by_pair))
-        return
+    kept = {}
+    if args.resume and args.out.exists():
+        kept = {
+            (r["instance"], int(r["procs"])): r
+            for r in read_rows(args.out)
+            if not any(r[k] == "True" for k in r if k.endswith("_wall_capped"))
+        }
     with args.out.open("w", newline="") as handle:
         writer: csv.DictWriter[str] | None = None
         for instance, procs, _, _ in refs:
-            row = run_pair(instance, procs, budgets, args.workers, args.wall_cap)
+            row = kept.get((instance, procs)) or run_pair(
+                instance, procs, budgets, args.workers, args.wall_cap
+            )
             if writer is None:
                 writer = csv.DictWriter(handle, list(row))
                 writer.writeheader()

@@ -15,7 +15,6 @@ LATENCY_SOLVERS: dict[str, str] = {
     "peft-replicas": "raptor_cp.heuristics.replicated:ReplicatedPeftScheduler",
     "heft-replicas": "raptor_cp.heuristics.replicated:ReplicatedHeftScheduler",
     "cpsat": "raptor_cp.models.latency:CpSatLatencyModel",
-    "polish": "raptor_cp.models.polish:PolishedScheduler",
 }
 
 

@@ -274,7 +274,8 @@ def test_cpsat_is_not_a_heuristic_to_audit(tmp_path: Path) -> None:
     chain = _graph(tmp_path / "chain.json", "chain", [3, 3, 3])
     result = _run(chain, "--scheduler", "cpsat")
     assert result.exit_code == 2
-    assert "Invalid value for '--scheduler': 'cpsat' is not one of 'heft', 'peft'." in (
+    heuristics = "'auto', 'cpop', 'heft', 'heft-replicas', 'peft', 'peft-replicas'"
+    assert f"Invalid value for '--scheduler': 'cpsat' is not one of {heuristics}." in (
         result.stderr
     )
 
