@@ -46,15 +46,18 @@ DATA = pathlib.Path(__file__).resolve().parent / "data" / "stg-kasahara"
 MEMBERS = ("peft", "heft", "cpop")
 
 
-def references(procs: list[int], limit: int | None) -> list[tuple[str, int, str, int]]:
-    """(instance, P, published status, published lower bound) rows, sorted."""
+def references(
+    procs: list[int], limit: int | None, skip: int = 0
+) -> list[tuple[str, int, str, int]]:
+    """(instance, P, published status, published lower bound) rows, sorted; the first
+    ``skip`` instances left out, then at most ``limit``."""
     with (DATA / "reference_makespan.csv").open(newline="") as handle:
         rows = [
             (r["instance"], int(r["procs"]), r["status"], int(r["lower_bound"]))
             for r in csv.DictReader(handle)
             if int(r["procs"]) in procs
         ]
-    chosen = set(sorted({r[0] for r in rows})[:limit])
+    chosen = set(sorted({r[0] for r in rows})[skip:][:limit])
     return sorted(r for r in rows if r[0] in chosen)
 
 
@@ -162,6 +165,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--procs", default="2,4,8,16")
     parser.add_argument("--limit", type=int, default=None, help="only the first N instances")
+    parser.add_argument("--skip", type=int, default=0, help="leave out the first N instances")
     parser.add_argument("--polish", type=float, nargs="*", default=[1.0, 5.0])
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", type=pathlib.Path, required=True)
@@ -176,7 +180,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     budgets = sorted(args.polish)
-    refs = references([int(p) for p in args.procs.split(",")], args.limit)
+    refs = references([int(p) for p in args.procs.split(",")], args.limit, args.skip)
     refs_by_pair = {(i, p): (status, lb) for i, p, status, lb in refs}
     if args.summarize:
         print(summary(read_rows(args.out), refs_by_pair))

@@ -30,7 +30,7 @@ from raptor_cp.heuristics.list_common import (
     list_order,
     list_solution,
 )
-from raptor_cp.heuristics.peft import HopTransferRows
+from raptor_cp.heuristics.peft import HopTransferRows, _IdleGaps
 from raptor_cp.problems import LatencyProblem, LatencySolution
 from raptor_cp.schedule import Schedule
 
@@ -92,6 +92,7 @@ def heft_schedule(
     finish = np.zeros(graph.num_tasks, dtype=np.int64)
     rows = HopTransferRows(target)
     timelines = CoreTimelines(cores)
+    gaps = _IdleGaps(cores)
     weights = Reservations(graph, target)
     if reserved is not None:
         weights.reserve(reserved)
@@ -119,16 +120,25 @@ def heft_schedule(
             & (timelines.last_finish > ready)
             & (timelines.widest_gap >= duration)
             & (lower <= eft[chosen])
+            & gaps.may_fit(ready, duration)
         )
         for p in gappy[np.argsort(lower[gappy], kind="stable")].tolist():
             if (lower[p], p) > (eft[chosen], chosen):
                 break
-            eft[p] = timelines.gap_start(p, int(ready[p]), int(duration[p])) + duration[p]
+            length = int(duration[p])
+            if length == 0:
+                found: int | None = timelines.gap_start(p, int(ready[p]), 0)
+            else:  # a gap starting after this could not finish by the best (finish, core)
+                found = gaps.earliest(p, int(ready[p]), length, int(eft[chosen]) - length)
+            if found is None:
+                continue
+            eft[p] = found + length
             if (eft[p], p) < (eft[chosen], chosen):
                 chosen = p
         finish[task] = eft[chosen]
         start[task] = finish[task] - duration[chosen]
         core[task] = chosen
+        gaps.occupy(chosen, int(start[task]), int(finish[task]), int(timelines.last_finish[chosen]))
         timelines.place(chosen, task, int(start[task]), int(finish[task]))
         weights.add(task, chosen)
     return Schedule(timelines.core_order(), start, name)
