@@ -5,7 +5,11 @@ with costs averaged over cores and mean communication), and each is placed on
 the core where it finishes earliest, inserted into the first idle gap that fits
 after its data arrive. On top of the paper, a core is eligible only if the
 task's resident weights not already there fit its free capacity; HEFT does not
-recover from a task that fits nowhere (PEFT's reservations do).
+recover from a task that fits nowhere (PEFT's reservations do). Insertion uses
+PEFT's index of idle gaps (`raptor_cp.heuristics.peft`) and transfer rows priced
+from hop distances where the target allows: the same schedule as scanning every
+gap and pricing every core, without the quadratic gap scans on large graphs
+(20,000 tasks on 16 cores: 7.7 s before, 1.1 s after, CPU time).
 
 References
 ----------
