@@ -7,19 +7,21 @@ Members, in tie-break order (issue #13; each measured in docs/benchmarks.md):
 * ``heft``: upward-rank order, earliest finish (`raptor_cp.heuristics.heft`);
   on the STG-50 set it is optimal on 70 % of pairs against PEFT's 51 %, because
   PEFT's rank leaves out the task's own cost;
-* ``cpop``: ``rank_u + rank_d`` order with the critical path on one core
-  (`raptor_cp.heuristics.cpop`);
 * ``peft-replicas`` and ``heft-replicas``: the same schedulers started from a
   weight-replication plan (`raptor_cp.heuristics.replication`); only run when
   some core's resident-weight capacity is finite, since elsewhere they equal
   their base member.
+
+CPOP (`raptor_cp.heuristics.cpop`, registered as ``cpop``) was measured as a
+member and left out: it won 4 of the 720 STG-50 pairs and none of the nine PIM
+models, and took 107 s of ``auto``'s 245 s on 10^5 tasks (docs/benchmarks.md).
 
 Every member's makespan is `evaluate`'s. The winner is the smallest makespan,
 earlier member on ties. A member that reaches the analytic lower bound ends the
 run (no later member can beat it). A member that finds no schedule within its
 budget (`NotFoundWithinBudgetError`) is recorded and skipped; if all fail, the
 portfolio raises with every member's reason. Cost: the sum of the members' (at
-most five list-scheduling passes plus one replication plan), measured in
+most four list-scheduling passes plus one replication plan), measured in
 docs/benchmarks.md on 10^5 tasks.
 """
 
@@ -34,7 +36,7 @@ from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.problems import LatencyProblem, LatencySolution, Status
 from raptor_cp.targets.base import UNLIMITED_CAPACITY
 
-DEFAULT_MEMBERS = ("peft", "heft", "cpop", "peft-replicas", "heft-replicas")
+DEFAULT_MEMBERS = ("peft", "heft", "peft-replicas", "heft-replicas")
 """Portfolio members by registry name, in tie-break order."""
 CAPACITY_MEMBERS = frozenset({"peft-replicas", "heft-replicas"})
 """Members that differ from their base member only under finite weight capacity."""
