@@ -111,13 +111,17 @@ def _latency(cell: Cell, path: str, artifacts: dict[str, bytes]) -> list[Row]:
     from raptor_cp.flows import compile_latency, prepare
 
     prepared = prepare(path, cell.target, lanes=cell.lanes, bits=cell.bits)
+    settings = dict(cell.variant.settings)
+    polish = settings.pop("polish", None)
     began = time.perf_counter()
-    result = compile_latency(prepared, cell.variant.method, settings=dict(cell.variant.settings))
+    result = compile_latency(prepared, cell.variant.method, settings=settings, polish=polish)
     wall = time.perf_counter() - began
     solution = result.solution
-    bound = max(result.bounds.makespan_ns, solution.bound or 0)
+    bound = result.best_bound_ns
     if cell.gantt:
         artifacts[f"gantt-{cell.id}.png"] = _gantt(result)
+    facts = result.solver_facts()
+    polished = facts.get("polish", {})
     return [
         {
             "size": prepared.graph.num_tasks,
@@ -127,8 +131,13 @@ def _latency(cell: Cell, path: str, artifacts: dict[str, bytes]) -> list[Row]:
             "bound": bound,
             "status": _status(result.makespan_ns, bound, solution.status),
             "wall_s": wall,
-            "deterministic_time": solution.details.get("deterministic_time"),
-            "details": {"cores_used": int(result.evaluation.cores_used)},
+            "deterministic_time": polished.get(
+                "deterministic_time", solution.details.get("deterministic_time")
+            ),
+            "details": {
+                "cores_used": int(result.evaluation.cores_used),
+                **{key: facts[key] for key in ("winner", "polish") if key in facts},
+            },
         }
     ]
 

@@ -13,7 +13,8 @@ documents the format; in short::
     mode = "latency"            # latency, pipeline, exchange, audit, cycle-ratio
     workloads = ["@example", "models/lenet5.onnx", "glob:stg/*.stg"]   # relative paths
     targets = ["arch-a", "generic:4"]
-    solvers = ["peft", "heft", { method = "cpsat", time_limit = 2, workers = 1 }]
+    solvers = ["auto", "heft", { method = "auto", polish = 1 },
+               { method = "cpsat", time_limit = 2, workers = 1 }]
 
 Paths in a suite are relative to the suite file; ``@example`` is the bundled
 ResNet-18.
@@ -347,12 +348,16 @@ def _variants(entry: dict[str, Any], mode: str, where: str) -> tuple[Variant, ..
     if mode == "audit":
         audits = entry.get("audits", ["latency"])
         return tuple(_variant(a, where) for a in audits)
-    default = {"latency": "peft", "packing": "fewest-cores", "cycle-ratio": "howard"}[mode]
+    default = {"latency": "auto", "packing": "fewest-cores", "cycle-ratio": "howard"}[mode]
     return tuple(_variant(s, where) for s in entry.get("solvers", [default]))
 
 
 def _variant(spec: Any, where: str) -> Variant:
-    """``"peft"`` or ``{ method = "cpsat", time_limit = 2, workers = 1, ... }``."""
+    """``"peft"`` or ``{ method = "cpsat", time_limit = 2, workers = 1, ... }``.
+
+    A latency method's ``polish = SECONDS`` polishes its schedule with CP-SAT
+    (`raptor_cp.flows.compile_latency`); the other keys are the solver's settings.
+    """
     if isinstance(spec, str):
         return Variant(spec)
     if not isinstance(spec, dict) or not isinstance(spec.get("method"), str):
