@@ -56,6 +56,8 @@ from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target, scale_tar
 from raptor_cp.workload.model import Workload
 
 if TYPE_CHECKING:
+    from raptor_cp.emit.backend import BackendAttempt
+    from raptor_cp.emit.program import EmittedProgram
     from raptor_cp.exchange.admission import Admission, AdmissionLimits
     from raptor_cp.exchange.candidates import WorkloadCandidates
 
@@ -182,6 +184,8 @@ class LatencyResult:
     bounds: LowerBounds
     exchange: ExchangeAdmission | None = None
     """The exchange-table admission that chose this schedule (``--exchange-budget``)."""
+    program: EmittedProgram | None = None
+    """The schedule lowered to a verified pimsim-nn program (``--emit``)."""
 
     mode = "latency"
 
@@ -248,6 +252,8 @@ class LatencyResult:
         summary.update(self.solver_facts())
         if self.exchange is not None:
             summary["exchange"] = self.exchange.summary()
+        if self.program is not None:
+            summary["emission"] = emission_summary(self.program)
         return summary
 
 
@@ -261,6 +267,10 @@ class PipelineResult:
     """The selected plan (set, and passed `check`) with its selection evidence."""
     periodic: dict[str, Any] | None = None
     """The periodic diagnostic of the realized schedule (``--periodic-diagnostics``)."""
+    program: EmittedProgram | None = None
+    """The selected plan lowered to a verified pimsim-nn program (``--emit``)."""
+    backend_attempts: tuple[BackendAttempt, ...] = ()
+    """Each costed candidate the backend tried, in order (``--emit``)."""
 
     mode = "pipeline"
 
@@ -274,7 +284,7 @@ class PipelineResult:
         plan = self.solution.plan
         assert plan is not None
         target = self.problem.target
-        return {
+        summary: dict[str, Any] = {
             "mode": self.mode,
             "model": self.prepared.model,
             "target": target.name,
@@ -292,6 +302,26 @@ class PipelineResult:
             "lanes": self.prepared.lanes,
             "warnings": list(self.prepared.warnings),
         }
+        if self.program is not None:
+            summary["emission"] = emission_summary(self.program)
+        return summary
+
+
+def emission_summary(program: EmittedProgram) -> dict[str, Any]:
+    """The ``emission`` object of the compile summary: size and the program's prediction."""
+    return {
+        "instructions": program.lowered.instructions,
+        "cores": len(program.lowered.cores),
+        **program.prediction,
+    }
+
+
+class BackendRejectedError(NotFoundWithinBudgetError):
+    """No costed pipeline candidate passed the backend; ``result`` holds the attempts."""
+
+    def __init__(self, message: str, result: PipelineResult) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 CompileResult = LatencyResult | PipelineResult
@@ -343,6 +373,7 @@ def compile_latency(
     progress: Progress = _quiet,
     settings: Mapping[str, Any] | None = None,
     polish: float | None = None,
+    emit: bool = False,
 ) -> LatencyResult:
     """Schedule a prepared model for latency with ``scheduler``, check and evaluate it.
 
@@ -351,6 +382,8 @@ def compile_latency(
     CP-SAT units, about seconds) improves the heuristic's schedule with CP-SAT
     (`raptor_cp.models.polish`): never longer, checked, ``optimal`` when it meets a
     proved bound; the CP-SAT search ticks its best-so-far and bound to ``progress``.
+    With ``emit``, also lower the (polished) schedule to a verified pimsim-nn program
+    (`raptor_cp.emit.program`).
 
     Raises
     ------
@@ -392,7 +425,30 @@ def compile_latency(
     check(problem, solution)
     evaluation = evaluate(problem, solution.schedule)
     progress("check", f"makespan {format_ns(int(evaluation.makespan_ns))}")
-    return LatencyResult(prepared, problem, solution, evaluation, bounds)
+    program = None
+    if emit:
+        from raptor_cp.emit.program import emit_latency
+
+        program = emit_latency(
+            prepared.graph,
+            prepared.target,
+            solution.schedule,
+            evaluation.start_ns,
+            int(evaluation.makespan_ns),
+        )
+        _emitted(progress, program)
+    return LatencyResult(prepared, problem, solution, evaluation, bounds, program=program)
+
+
+def _emitted(progress: Progress, program: EmittedProgram) -> None:
+    prediction = program.prediction
+    figure = "queue interval" if program.mode == "pipeline" else "single pass"
+    value = prediction.get("realized_queue_interval_ns", prediction["realized_single_pass_ns"])
+    progress(
+        "emit",
+        f"{program.lowered.instructions} instructions on {len(program.lowered.cores)} cores, "
+        f"predicted {figure} {'n/a' if value is None else format_ns(int(value))}",
+    )
 
 
 def _scheduled(solution: LatencySolution) -> str:
@@ -421,6 +477,7 @@ def compile_pipeline(
     progress: Progress = _quiet,
     method: str | None = None,
     settings: Mapping[str, Any] | None = None,
+    emit: bool = False,
 ) -> PipelineResult:
     """Select a pipeline schedule of at most ``depth`` stages and check it.
 
@@ -428,7 +485,9 @@ def compile_pipeline(
     the production selection).
 
     With ``periodic``, also analyse the realized schedule's periodic execution
-    (read-only: the schedule does not change).
+    (read-only: the schedule does not change). With ``emit``, lower the selected
+    plan to a verified pimsim-nn program; a candidate the backend rejects is
+    replaced by the next costed one (`raptor_cp.emit.backend`).
 
     Raises
     ------
@@ -436,6 +495,8 @@ def compile_pipeline(
         When one copy of every weight exceeds the chip.
     NotFoundWithinBudgetError
         When no partition or stage packing is found (bounded search).
+    BackendRejectedError
+        With ``emit``, when the backend rejects every costed candidate.
     """
     problem = _with_advice(
         prepared, lambda: PipelineProblem(prepared.graph, prepared.target, depth)
@@ -462,7 +523,18 @@ def compile_pipeline(
         else:
             recurrence, queue = document["recurrence"]["status"], document["queue"]["status"]
             progress("periodic", f"recurrence {recurrence}, queue {queue}")
-    return PipelineResult(prepared, problem, solution, document)
+    if not emit:
+        return PipelineResult(prepared, problem, solution, document)
+    from raptor_cp.emit.backend import BackendExhaustedError
+    from raptor_cp.emit.program import emit_pipeline_plan
+
+    try:
+        solution, program, attempts = emit_pipeline_plan(prepared.graph, prepared.target, solution)
+    except BackendExhaustedError as error:
+        rejected = PipelineResult(prepared, problem, solution, document, None, error.attempts)
+        raise BackendRejectedError(f"{prepared.model}: {error}", rejected) from None
+    _emitted(progress, program)
+    return PipelineResult(prepared, problem, solution, document, program, attempts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -604,6 +676,7 @@ def compile(
     periodic: bool = False,
     exchange_budget: int | None = None,
     exchange_limits: AdmissionLimits | None = None,
+    emit: bool = False,
     progress: Progress = _quiet,
 ) -> CompileResult:
     """Compile ``model`` for ``target``: the library form of ``raptor-cp compile``.
@@ -631,6 +704,9 @@ def compile(
         Pipeline mode: also run the periodic diagnostic of the selected schedule.
     exchange_budget, exchange_limits:
         IPU targets: admit an exchange plan within this many bytes per tile.
+    emit:
+        PIM targets: also lower the schedule to a verified pimsim-nn program
+        (``result.program``; `raptor_cp.emit.files.write_emission` writes it).
     progress:
         ``progress(phase, detail)`` after each phase.
 
@@ -643,8 +719,12 @@ def compile(
             "settings and polish are not available with exchange admission (it picks the schedule)"
         )
     prepared = prepare(model, target, lanes=lanes, bits=bits, cores=cores, progress=progress)
+    if emit:
+        from raptor_cp.emit.program import pim_target
+
+        pim_target(prepared.target)
     if pipeline is not None and pipeline > 1:
-        return compile_pipeline(prepared, pipeline, periodic=periodic, progress=progress)
+        return compile_pipeline(prepared, pipeline, periodic=periodic, progress=progress, emit=emit)
     if exchange_budget is not None:
         from raptor_cp.exchange.admission import AdmissionLimits
 
@@ -656,4 +736,4 @@ def compile(
             scheduler=scheduler,
             progress=progress,
         )
-    return compile_latency(prepared, scheduler, progress, settings, polish)
+    return compile_latency(prepared, scheduler, progress, settings, polish, emit=emit)

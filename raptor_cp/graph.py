@@ -23,12 +23,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
 from raptor_cp.limits import check_tasks, check_total
 from raptor_cp.toposort import CycleFound, topological_order
+
+if TYPE_CHECKING:
+    from raptor_cp.targets.base import Work
 
 
 def _int_array(values: object) -> np.ndarray:
@@ -118,6 +122,10 @@ class ComputeGraph:
         Operator type of each operation (``Softmax``, ``OP_CONV``...; default "").
     baseline:
         Global-memory requests of function inputs, constants and outputs.
+    work:
+        The target-neutral work description each cost was priced from (lowering
+        sets it; empty for hand-built graphs). Instruction emission
+        (`raptor_cp.emit`) turns it into instructions.
     """
 
     names: tuple[str, ...]
@@ -139,6 +147,7 @@ class ComputeGraph:
     payload_bits: np.ndarray | None = None
     operation_types: tuple[str, ...] = ()
     baseline: BaselineMemory = field(default_factory=BaselineMemory.empty)
+    work: tuple[Work, ...] = ()
 
     def __post_init__(self) -> None:
         for attr in (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import struct
@@ -14,7 +15,13 @@ from raptor_cp.periodic.events import EventGraph, EventKind, build_events
 from raptor_cp.periodic.steps import Compute
 from raptor_cp.targets.base import MatrixWork, VectorWork
 from raptor_cp.targets.pim import PimTarget
-from raptor_cp.targets.pim.artifact import NO_ISSUE_EFFECT, Artifact, Instruction, load_artifact
+from raptor_cp.targets.pim.artifact import (
+    NO_ISSUE_EFFECT,
+    TIMING_FIELDS,
+    Artifact,
+    load_artifact,
+)
+from raptor_cp.targets.pim.isa import OPCODES, CoreProgram
 
 DATA = Path(__file__).parent / "data" / "pimsim_fixtures"
 
@@ -31,6 +38,21 @@ def artifact_events(artifact: Artifact, chip: PimTarget) -> EventGraph:
     )
 
 
+def timed(program: CoreProgram) -> list[tuple[str, dict[str, int]]]:
+    """Each instruction's op and the non-zero fields the timing model reads."""
+    return [
+        (
+            OPCODES[int(program.op[i])],
+            {f: int(program.column(f)[i]) for f in TIMING_FIELDS if program.column(f)[i]},
+        )
+        for i in range(len(program))
+    ]
+
+
+def I(op: str, **fields: int) -> tuple[str, dict[str, int]]:  # noqa: E743
+    return (op, fields)
+
+
 def pim_file(path: Path, records: list[tuple[int, ...]], count: int | None = None) -> None:
     """Write a ``.pim`` file of (opcode, rd, r1, flags, r2, g1, g2, g3) records."""
     header = struct.pack("<4sII", b"PIMB", 1, len(records) if count is None else count)
@@ -42,36 +64,36 @@ def test_single_file_fixture_loads() -> None:
     artifact = load_artifact(DATA / "single.json")
     assert artifact.core_cnt == 1
     assert artifact.array_group_map == {0: (1,)}
-    assert artifact.cores == {0: ()}
+    assert {c: timed(p) for c, p in artifact.cores.items()} == {0: []}
 
 
 def test_throughput_fixture_loads() -> None:
     artifact = load_artifact(DATA / "throughput.json")
-    assert artifact.cores == {
-        0: (Instruction("sldi", imm=1),),
-        1: (Instruction("sldi", imm=1), Instruction("sldi", imm=2)),
+    assert {c: timed(p) for c, p in artifact.cores.items()} == {
+        0: [I("sldi")],
+        1: [I("sldi"), I("sldi")],
     }
 
 
 def test_sync_tokens_fixture_loads() -> None:
     artifact = load_artifact(DATA / "sync_tokens.json")
-    assert artifact.cores[0] == (Instruction("sync", core=1),) * 2
-    assert artifact.cores[1] == (
-        Instruction("lldi", len=1),
-        Instruction("wait", wait_value=1),
-        Instruction("wait", wait_value=1),
-    )
+    assert timed(artifact.cores[0]) == [I("sync", core=1)] * 2
+    assert timed(artifact.cores[1]) == [
+        I("lldi", len=1),
+        I("wait", wait_value=1),
+        I("wait", wait_value=1),
+    ]
 
 
 def test_latency_timeout_fixture_loads() -> None:
     artifact = load_artifact(DATA / "latency_timeout.json")
-    assert artifact.cores == {0: (Instruction("wait", wait_value=1),)}
+    assert {c: timed(p) for c, p in artifact.cores.items()} == {0: [I("wait", wait_value=1)]}
 
 
 def test_directory_fixture_loads() -> None:
     artifact = load_artifact(DATA / "directory")
     assert artifact.source == str(DATA / "directory")
-    assert artifact.cores == {0: ()}
+    assert {c: timed(p) for c, p in artifact.cores.items()} == {0: []}
     assert artifact.array_group_map == {0: (1,)}
 
 
@@ -127,14 +149,22 @@ def test_binary_core_file_matches_its_json(tmp_path: Path) -> None:
         )
     )
     artifact = load_artifact(tmp_path)
-    assert artifact.cores[0] == (
-        Instruction("sync", core=1),
-        Instruction("mvmul", rd=1, rs1=2, mbiw=8, group=1),
-        Instruction("setbw", ibiw=4, obiw=8),
-        Instruction("vvadd", rd=3, rs1=4, rs2=5, len=32),
-        Instruction("ld", rd=1, rs1=2, size=64),
-        Instruction("send", rd=1, core=1, size=64),
-    )
+    assert timed(artifact.cores[0]) == [
+        I("sync", core=1),
+        I("mvmul", mbiw=8, group=1),
+        I("setbw", ibiw=4, obiw=8),
+        I("vvadd", len=32),
+        I("ld", size=64),
+        I("send", core=1, size=64),
+    ]
+    assert artifact.cores[0].instruction(1) == {
+        "op": "mvmul",
+        "rd": 1,
+        "rs1": 2,
+        "group": 1,
+        "mbiw": 8,
+        "relu": 0,
+    }
     chip = target("sync_tokens_config.json")
     events = artifact_events(artifact, chip)
     # The mvmul runs before setbw: pimsim-nn's widths are 0 there (no bytes moved).
@@ -148,14 +178,11 @@ def test_binary_core_file_matches_its_json(tmp_path: Path) -> None:
     assert events.step[events.memory_requests].tolist() == [4]
 
 
-def test_json_and_binary_for_one_core_is_rejected(tmp_path: Path) -> None:
+def test_binary_wins_over_json_for_one_core_as_in_the_simulator(tmp_path: Path) -> None:
     shutil.copytree(DATA / "directory", tmp_path / "art")
-    pim_file(tmp_path / "art" / "core_0.pim", [])
-    with pytest.raises(InvalidInputError) as error:
-        load_artifact(tmp_path / "art")
-    assert str(error.value) == (
-        f"{tmp_path / 'art'}: core 0 has two instruction files: core_0.json and core_0.pim"
-    )
+    (tmp_path / "art" / "core_0.json").write_text('[{"op": "vrelu", "len": 4}]')
+    pim_file(tmp_path / "art" / "core_0.pim", [(32, 0, 0, 0, 0, 0, 0, 0)])
+    assert timed(load_artifact(tmp_path / "art").cores[0]) == [I("sync")]
 
 
 def test_truncated_binary_is_rejected(tmp_path: Path) -> None:
@@ -268,4 +295,105 @@ def test_wait_without_signal_is_reported() -> None:
     assert str(error.value) == (
         f"{DATA / 'latency_timeout.json'}: core 0 event register 0: WAITs consume 1 token(s) "
         "per generation but SYNCs deliver 0; a WAIT never completes (deadlock)"
+    )
+
+
+def single(path: Path, cores: dict[str, list[dict[str, object]]], **config: object) -> Path:
+    document = {"config": {"core_cnt": 2, "array_group_map": {"core0": [1], "core1": [1]}}}
+    document["config"].update(config)  # type: ignore[union-attr]
+    path.write_text(json.dumps({**document, **cores}))
+    return path
+
+
+def test_integral_floats_are_read_as_the_simulator_reads_them(tmp_path: Path) -> None:
+    path = single(tmp_path / "a.json", {"core0": [{"op": "vrelu", "len": 64.0, "rd": 0.0}]})
+    assert timed(load_artifact(path).cores[0]) == [I("vrelu", len=64)]
+
+
+def test_a_fractional_field_is_rejected(tmp_path: Path) -> None:
+    path = single(tmp_path / "a.json", {"core0": [{"op": "ld", "size": 64.5}]})
+    with pytest.raises(InvalidInputError) as error:
+        load_artifact(path)
+    assert str(error.value) == f"{path}: core0[0]: size: expected an integer, got 64.5"
+
+
+def test_a_negative_size_is_rejected(tmp_path: Path) -> None:
+    path = single(tmp_path / "a.json", {"core1": [{"op": "st", "size": -1}]})
+    with pytest.raises(InvalidInputError) as error:
+        load_artifact(path)
+    assert str(error.value) == (
+        f"{path}: core1[0]: size: expected a non-negative 32-bit integer, got -1"
+    )
+
+
+def test_nop_is_rejected_because_it_crashes_the_simulator(tmp_path: Path) -> None:
+    path = single(tmp_path / "a.json", {"core0": [{"op": "sldi"}, {"op": "nop"}]})
+    with pytest.raises(InvalidInputError) as error:
+        load_artifact(path)
+    assert str(error.value) == (
+        f"{path}: core0[1]: op nop: nop crashes pimsim-nn (it enters the reorder buffer with "
+        "no unit)"
+    )
+
+
+def test_gzip_is_detected_by_content_whatever_the_name(tmp_path: Path) -> None:
+    plain = single(tmp_path / "a.json", {"core0": [{"op": "vrelu", "len": 8}]})
+    packed = tmp_path / "program.json"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert timed(load_artifact(packed).cores[0]) == [I("vrelu", len=8)]
+
+
+def test_gzip_core_files_are_rejected_as_the_simulator_rejects_them(tmp_path: Path) -> None:
+    shutil.copy(DATA / "directory" / "config.json", tmp_path)
+    (tmp_path / "core_0.json").write_bytes(gzip.compress(b"[]"))
+    with pytest.raises(InvalidInputError) as error:
+        load_artifact(tmp_path)
+    assert str(error.value) == (
+        f"{tmp_path / 'core_0.json'}: gzip is accepted only for a single-file artifact "
+        "(as in pimsim-nn)"
+    )
+
+
+def test_config_after_the_cores_is_read_all_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    config = {"core_cnt": 1, "array_group_map": {"core0": [2]}}
+    text = json.dumps({"core0": [{"op": "mvmul", "group": 0, "mbiw": 8}], "config": config})
+    path.write_text(text)
+    chip = target("sync_tokens_config.json")
+    programs = chip.instruction_frontend().read(path)
+    # No setbw: pimsim-nn's widths are 0 bits, so the product moves no bytes.
+    mvm = chip.execution_ns(MatrixWork(1, 128, 128, 2, 8, input_bits=0, output_bits=0))
+    assert programs.cores[0] == [Compute(mvm)]
+
+
+def test_chunked_parsing_matches_whole_parsing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raptor_cp.targets.pim import json_stream
+
+    ops = [{"op": "vrelu", "len": i, "offset": {"offset_select": 0}} for i in range(1, 300)]
+    ops += [{"op": "send", "core": 1, "size": 32}]
+    path = single(tmp_path / "a.json", {"core0": ops, "core1": [{"op": "recv", "core": 0}]})
+    whole = timed(load_artifact(path).cores[0])
+    monkeypatch.setattr(json_stream, "CHUNK", 64)
+    monkeypatch.setattr(json_stream, "BLOCK", 50)
+    assert timed(load_artifact(path).cores[0]) == whole
+    assert len(whole) == 300
+
+
+def test_malformed_json_names_line_and_column_past_a_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raptor_cp.targets.pim import json_stream
+
+    monkeypatch.setattr(json_stream, "CHUNK", 64)
+    monkeypatch.setattr(json_stream, "BLOCK", 16)
+    path = tmp_path / "a.json"
+    lines = ['{"config": {"core_cnt": 1, "array_group_map": {"core0": []}},', '"core0": [']
+    lines += ['{"op": "sldi"},'] * 5 + ['{"op": "sldi" "rd": 1}]}']
+    path.write_text("\n".join(lines))
+    with pytest.raises(InvalidInputError) as error:
+        load_artifact(path)
+    assert str(error.value) == (
+        f"{path}: invalid JSON at line 8 column 15: Expecting ',' delimiter"
     )

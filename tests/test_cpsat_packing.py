@@ -6,13 +6,15 @@ import pathlib
 import random
 
 import pytest
-from test_stage_packing import brute_force, random_problem
+from test_stage_packing import brute_force, random_problem, shared_zero_weight
 
 from raptor_cp.errors import RaptorError
 from raptor_cp.heuristics.stage_packing import fewest_cores, pack_stage
+from raptor_cp.models.arc_flow import LP_PROOF
 from raptor_cp.models.packing import SKIPPED, CpSatBinPackingModel, CpSatPackingModel, _add_hint
 from raptor_cp.models.solve import SolveSettings, run_cpsat
 from raptor_cp.problems import (
+    FewestCoresSolution,
     PackingProblem,
     PackingSolution,
     Status,
@@ -91,14 +93,55 @@ def test_shared_weights_cap_the_copies() -> None:
     assert (solution.objective, solution.status) == (15, Status.OPTIMAL)
 
 
-def test_bins_beat_best_fit_decreasing_on_a_small_instance() -> None:
-    problem = plain_bin_packing([5, 4, 4, 3, 2, 2], 10)
+def test_bins_beat_the_shared_weight_construction_on_a_small_instance() -> None:
+    # Plain [5, 4, 4, 3, 2, 2] with an empty weight shared by every item: the
+    # assignment model (weight sets overlap) finds the 2 bins the constructor misses.
+    problem = shared_zero_weight((5, 4, 4, 3, 2, 2))
     heuristic = fewest_cores(problem)
     solution = BINS.solve(problem)
     check_fewest_cores(problem, solution)
     assert heuristic.objective == 3
     assert (solution.objective, solution.bound, solution.status) == (2, 2, Status.OPTIMAL)
     assert solution.details["hint"] == "fewest-cores: 3 cores"
+    assert solution.details["formulation"] == "assignment"
+
+
+def test_arc_flow_proves_what_the_bounds_cannot() -> None:
+    # Bounds 3, optimum 4: the hint meets neither L2 nor the DFF bound, the arc-flow
+    # LP (its value rounds up to 4) proves the hint optimal without a search.
+    problem = plain_bin_packing([9, 4, 4, 4, 4, 3, 1], 10)
+    hint = fewest_cores(problem)
+    assert (hint.objective, hint.bound) == (4, 3)
+    solution = BINS.solve(problem, hint)
+    check_fewest_cores(problem, solution)
+    assert (solution.objective, solution.bound, solution.status) == (4, 4, Status.OPTIMAL)
+    assert solution.details["search"] == LP_PROOF
+
+
+def test_arc_flow_search_beats_a_weak_hint() -> None:
+    problem = plain_bin_packing([5, 4, 4, 3, 2, 2], 10)
+    weak = FewestCoresSolution(
+        (0, 1, 2, 0, 1, 2), status=Status.FEASIBLE, solver="test", objective=3, bound=2
+    )
+    solution = BINS.solve(problem, weak)
+    check_fewest_cores(problem, solution)
+    assert (solution.objective, solution.status, solution.details["formulation"]) == (
+        2,
+        Status.OPTIMAL,
+        "arc-flow",
+    )
+
+
+def test_cpsat_keeps_the_hint_when_it_finds_nothing_better() -> None:
+    # The arc-flow model cut off at a tiny budget on a triplet instance: the answer is
+    # never worse than the hint.
+    problem = read_bpp("Falkenauer_t120_00.txt")
+    hint = fewest_cores(problem)
+    solution = CpSatBinPackingModel(SolveSettings(0.01, 1)).solve(problem, hint)
+    check_fewest_cores(problem, solution)
+    assert (hint.objective, solution.objective, solution.bound) == (41, 41, 40)
+    assert solution.details["fallback"] == "CP-SAT not_found: kept the hint"
+    assert solution.status == Status.FEASIBLE
 
 
 @pytest.mark.parametrize(("name", "optimal"), [("N1C1W1_A.BPP", 25), ("N1C1W1_C.BPP", 20)])

@@ -66,12 +66,30 @@ def test_packing_audit_has_one_row_per_stage() -> None:
     result = _run(LENET, "--mode", "packing", "--pipeline", "2", *FAST)
     assert result.exit_code == 0, result.output
     rows = _rows(result.stdout)
-    assert [row[0] for row in rows] == [f"{LENET} stage {s}" for s in range(len(rows))]
-    assert len(rows) >= 1
-    for row in rows:
+    stages = len(rows) // 2
+    audit, bounds = rows[:stages], rows[stages:]
+    assert [row[0] for row in audit] == [f"{LENET} stage {s}" for s in range(stages)]
+    assert stages >= 1
+    for row in audit:
         assert row[3] == "stage"
         assert int(row[4]) >= int(row[7]) >= int(row[5])  # heuristic >= bound >= trivial bound
+    for row, stage in zip(bounds, audit, strict=True):
+        assert row[0] == stage[0] and int(row[8]) == int(stage[5])  # the same demand bound
+        l1, l2, dff, lp, needed = (int(cell) for cell in row[3:8])
+        assert l1 <= l2 <= needed and dff <= needed and needed <= int(row[1])
+        assert lp >= l1
     assert result.stdout.splitlines()[-1].startswith("Settings: mode packing, ")
+
+
+def test_packing_audit_json_holds_the_stage_bounds() -> None:
+    result = _run(LENET, "--mode", "packing", "--pipeline", "2", "--json", *FAST)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    bounds = report["packing_bounds"]
+    assert [b["instance"] for b in bounds] == [r["instance"] for r in report["records"]]
+    for b, record in zip(bounds, report["records"], strict=True):
+        assert b["demand_bound_ns"] == record["lower_bound_ns"]
+        assert b["cores_needed"] == max(b["cores_l1"], b["cores_l2"], b["cores_dff"])
 
 
 def test_unknown_mode_lists_every_audit() -> None:

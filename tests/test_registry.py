@@ -67,8 +67,13 @@ INSTANCES = {
     LatencyProblem: [LatencyProblem(_graph(s), GenericTarget(2, ns_per_byte=1)) for s in range(3)],
     PackingProblem: [_packing(s) for s in range(3)],
     FewestCoresProblem: [
-        FewestCoresProblem(**{f.name: getattr(p, f.name) for f in dataclasses.fields(p)})
-        for p in (_packing(s) for s in range(3))
+        *(
+            FewestCoresProblem(**{f.name: getattr(p, f.name) for f in dataclasses.fields(p)})
+            for p in (_packing(s) for s in range(3))
+        ),
+        # Plain bin packing (disjoint weight sets): the bin-packing heuristic and the
+        # arc-flow model; bounds 3, optimum 4 (9 + 1, 4 + 4, 4 + 4, 3).
+        FewestCoresProblem.bin_packing((9, 4, 4, 4, 4, 3, 1), 10, "plain"),
     ],
     type(random_problem(0)): [random_problem(s, max_cores=5) for s in range(3)],
     type(tiny_joint()): [tiny_joint()],

@@ -8,9 +8,8 @@ import random
 
 import pytest
 
-from raptor_cp.errors import InvalidInstanceError, ScheduleViolationError
+from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.heuristics.stage_packing import (
-    bin_packing_lower_bound,
     cores_needed,
     fewest_cores,
     pack_stage,
@@ -126,15 +125,6 @@ def test_fewer_cores_than_the_weights_need_is_proved_infeasible() -> None:
     assert fewest_cores(problem).status == Status.INFEASIBLE
 
 
-def test_bin_packing_lower_bound_beats_the_continuous_bound() -> None:
-    assert bin_packing_lower_bound([6, 6, 6], 10) == 3  # continuous bound: 2
-    assert bin_packing_lower_bound([6, 6, 6, 4, 4, 4], 10) == 3
-    assert bin_packing_lower_bound([], 10) == 0
-    assert bin_packing_lower_bound([5, 5, 5, 5], 10) == 2
-    with pytest.raises(InvalidInstanceError, match=r"^no bin of capacity 0 holds an item of 5$"):
-        bin_packing_lower_bound([5, 0], 0)
-
-
 def test_empty_stage_is_packed_at_no_cost() -> None:
     problem = PackingProblem((), (), (), 2, 4)
     assert (pack_stage(problem).objective, pack_stage(problem).status) == (0, Status.OPTIMAL)
@@ -157,25 +147,54 @@ def test_tasks_with_the_same_weights_share_a_core() -> None:
     assert solution.objective == 2
 
 
-def test_replays_find_two_bins_where_best_fit_decreasing_needs_three() -> None:
+def shared_zero_weight(sizes: tuple[int, ...]) -> PackingProblem:
+    """One weight per item plus an empty weight every item uses: the weight sets
+    overlap, so `fewest_cores` takes its shared-weight path on a plain instance."""
+    n = len(sizes)
+    return PackingProblem((0,) * n, tuple((i, n) for i in range(n)), (*sizes, 0), n, 10)
+
+
+def test_replays_find_two_cores_where_best_fit_decreasing_needs_three() -> None:
     # Best fit decreasing: 5+4, 3+3+3, then 2 needs a third bin. On two cores the
     # forward and reverse constructions fail and a single-choice replay finds
     # 5+3+2 / 4+3+3.
-    sizes = (5, 4, 3, 3, 3, 2)
-    problem = PackingProblem((0,) * 6, tuple((i,) for i in range(6)), sizes, 6, 10)
-    solution = fewest_cores(problem)
+    solution = fewest_cores(shared_zero_weight((5, 4, 3, 3, 3, 2)))
     assert solution.details["attempts"] == [(6, True, 0, 36), (2, True, 5, 40)]
     assert (solution.objective, solution.status) == (2, Status.OPTIMAL)
 
 
-def test_fewest_cores_can_stay_above_the_optimum() -> None:
+def test_shared_weight_construction_can_stay_above_the_optimum() -> None:
     # 5+3+2 / 4+4+2 fits two bins, but neither best fit decreasing nor its bounded
     # recovery on two cores finds it: a heuristic answer, not a proof.
-    sizes = (5, 4, 4, 3, 2, 2)
-    problem = PackingProblem((0,) * 6, tuple((i,) for i in range(6)), sizes, 6, 10)
+    problem = shared_zero_weight((5, 4, 4, 3, 2, 2))
     assert brute_force(dataclasses.replace(problem, cores=2))[1] == 2
     solution = fewest_cores(problem)
     assert (solution.objective, solution.bound, solution.status) == (3, 2, Status.FEASIBLE)
+
+
+def test_disjoint_weight_sets_go_to_the_bin_packing_heuristic() -> None:
+    # The same instance with one weight per item is plain bin packing: MBS' fills
+    # 5+3+2 after best fit decreasing's 5+4 and finds the two bins.
+    sizes = (5, 4, 4, 3, 2, 2)
+    problem = PackingProblem((0,) * 6, tuple((i,) for i in range(6)), sizes, 6, 10)
+    solution = fewest_cores(problem)
+    check_fewest_cores(problem, solution)
+    assert (solution.objective, solution.bound, solution.status) == (2, 2, Status.OPTIMAL)
+    assert solution.details["bin_packing"] == "mbs"
+
+
+def test_plain_bin_packing_needing_more_bins_than_cores_is_not_found() -> None:
+    # The bounds allow 3 bins, the optimum is 4 (9+1, then 4+4, 4+4, 3): on 3 cores
+    # nothing is found and nothing is proved.
+    sizes = (9, 4, 4, 4, 4, 3, 1)
+    problem = PackingProblem((0,) * 7, tuple((i,) for i in range(7)), sizes, 3, 10)
+    assert cores_needed(problem) == 3 and brute_force(problem) == (None, None)
+    solution = fewest_cores(problem)
+    assert (solution.core, solution.status, solution.details["bins"]) == (
+        None,
+        Status.NOT_FOUND,
+        4,
+    )
 
 
 def test_check_fewest_cores_rejects_a_wrong_count() -> None:

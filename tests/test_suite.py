@@ -205,6 +205,62 @@ def test_the_fitted_slope_of_a_power_law() -> None:
     assert fitted_slope([(10, 1.0), (10, 2.0)]) is None
 
 
+PACKING = """
+[[study]]
+name = "bins"
+mode = "packing"
+workloads = ["binpack.txt", "N1C1W1_A.BPP"]
+solvers = ["fewest-cores", {{ method = "cpsat", time_limit = 2, workers = 1 }}]
+
+[study.references]
+file = "refs.csv"
+instance = "file"
+value = "bins"
+match = "{match}"
+"""
+
+
+def _packing_suite(folder: Path, match: str) -> Path:
+    """An OR-Library file of two instances and a BPPLIB file, with references whose paths
+    carry a longer prefix (the source's folder), as BPPLIB's tables do."""
+    shutil.copy(DATA / "bpp" / "N1C1W1_A.BPP", folder / "N1C1W1_A.BPP")
+    (folder / "binpack.txt").write_text("2\nu_a\n10 7 4\n9\n4\n4\n4\n4\n3\n1\nu_b\n8 2 1\n4\n4\n")
+    (folder / "refs.csv").write_text(
+        "file,bins\nsrc/N1C1W1_A.BPP,25\nsrc/binpack.txt#u_a,4\nsrc/binpack.txt#u_b,1\n"
+    )
+    (folder / "bins.toml").write_text(PACKING.format(match=match))
+    return folder / "bins.toml"
+
+
+def test_packing_rows_meet_the_strongest_bound_and_their_reference(tmp_path: Path) -> None:
+    suite = load_suite(_packing_suite(tmp_path, "suffix"))
+    run = run_suite(suite, tmp_path / "out", show_progress=False)
+    found = {(r["workload"], r["part"], r["solver"]): r for r in run.rows}
+    assert len(found) == len(run.rows) == 6
+    # u_a: bounds L2 = DFF = 3, optimum 4; the arc-flow LP bound proves the heuristic's 4.
+    heuristic = found["binpack.txt", "u_a", "fewest-cores"]
+    assert (heuristic["objective"], heuristic["bound"], heuristic["status"]) == (4, 4, "optimal")
+    assert (heuristic["details"]["l2"], heuristic["details"]["lp"]) == (3, 4)
+    assert heuristic["details"]["solver_bound"] == 3
+    for row in run.rows:
+        assert row["unit"] == "bins" and row["status"] == "optimal"
+        assert row["objective"] == row["reference"] and row["gap_vs_reference"] == 0
+    assert found["N1C1W1_A.BPP", None, "cpsat"]["objective"] == 25
+    assert found["binpack.txt", "u_b", "cpsat"]["size"] == 2
+
+
+def test_exact_references_do_not_match_longer_paths(tmp_path: Path) -> None:
+    suite = load_suite(_packing_suite(tmp_path, "exact"))
+    run = run_suite(suite, tmp_path / "out", show_progress=False)
+    assert all(row["reference"] is None for row in run.rows)
+    (tmp_path / "bins.toml").write_text(PACKING.format(match="fuzzy"))
+    message = (
+        r"bins\.toml: study 'bins': references\.match must be one of exact, suffix, not 'fuzzy'$"
+    )
+    with pytest.raises(InvalidInputError, match=message):
+        load_suite(tmp_path / "bins.toml")
+
+
 def test_latency_cells_run_the_portfolio_and_its_polish(tmp_path: Path) -> None:
     shutil.copytree(DATA / "stg", tmp_path / "stg")
     (tmp_path / "auto.toml").write_text(

@@ -4,17 +4,23 @@ The record's objective is the packing's maximum per-core demand; its trivial
 bound terms are the largest task load (no core finishes faster) and the total
 load over the cores. A packing that fails `check_packing` is a disagreement,
 besides the shared rules of `raptor_cp.audit.record.disagreements`.
+
+`packing_bounds` adds the stage's lower bounds (`PackingBounds`): on the cores
+its distinct weights need (L1, Martello-Toth L2, the Fekete-Schepers DFF bound of
+`raptor_cp.heuristics.packing_bounds`, the rounded arc-flow LP bound of
+`raptor_cp.models.arc_flow`) and on the demand (`demand_lower_bound`).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from raptor_cp.audit.record import PIPELINE_WORDS, AuditRecord, disagreements
 from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.heuristics.ordered_packing import demand_lower_bound
-from raptor_cp.heuristics.stage_packing import pack_stage
+from raptor_cp.heuristics.stage_packing import cores_needed, pack_stage
 from raptor_cp.problems import (
     PackingProblem,
     check_packing,
@@ -23,6 +29,55 @@ from raptor_cp.problems import (
 
 if TYPE_CHECKING:
     from raptor_cp.models.packing import CpSatPackingModel
+
+
+@dataclass(frozen=True)
+class PackingBounds:
+    """What the packing audit adds to its record: the stage's lower bounds.
+
+    On cores (every packing of the stage holds one copy of each distinct weight,
+    a bin packing of their sizes): ``cores_l1`` the slot total over the capacity,
+    ``cores_l2`` Martello-Toth L2, ``cores_dff`` the Fekete-Schepers bound,
+    ``cores_lp`` the rounded arc-flow LP bound (None if the LP solve failed) and
+    ``cores_needed`` the one the packers use (`cores_needed`, without the LP). On
+    the demand: ``demand_ns`` (`demand_lower_bound`).
+    """
+
+    instance: str
+    cores: int
+    weights: int
+    cores_l1: int
+    cores_l2: int
+    cores_dff: int
+    cores_lp: int | None
+    cores_needed: int
+    demand_ns: int
+
+
+def packing_bounds(problem: PackingProblem, name: str) -> PackingBounds:
+    """The `PackingBounds` of ``problem`` (capacity 0 holds only empty weight sets).
+
+    ``O(n log n)`` for L1/L2, the DFF bound's numpy work, and one HiGHS LP on the
+    arc-flow graph of the distinct weight sizes (`raptor_cp.models.arc_flow`).
+    """
+    from raptor_cp.heuristics.packing_bounds import bin_bounds
+    from raptor_cp.models.arc_flow import arc_flow_graph, arc_flow_lp_bound
+
+    used = sorted({w for weights in problem.task_weights for w in weights})
+    sizes = [problem.weight_size[w] for w in used if problem.weight_size[w] > 0]
+    bounds = bin_bounds(sizes, max(problem.capacity, 1))
+    lp = arc_flow_lp_bound(arc_flow_graph(sizes, max(problem.capacity, 1)))
+    return PackingBounds(
+        instance=name,
+        cores=problem.cores,
+        weights=len(used),
+        cores_l1=bounds.l1,
+        cores_l2=bounds.l2,
+        cores_dff=bounds.dff,
+        cores_lp=lp,
+        cores_needed=cores_needed(problem),
+        demand_ns=demand_lower_bound(problem),
+    )
 
 
 def packing_size(problem: PackingProblem) -> int:

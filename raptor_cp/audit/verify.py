@@ -11,8 +11,8 @@ report), then audits each one in the chosen mode:
   exact model is small enough (``max_entries`` stage-cost entries) every range
   is priced at every core count in one batch first;
 * ``packing``: per model, the initial partition as ``compile`` builds it, then
-  per stage the reuse-first stage packer against the CP-SAT packing model
-  (`raptor_cp.audit.packing`).
+  per stage the reuse-first stage packer against the CP-SAT packing model and
+  the stage's lower bounds on cores and demand (`raptor_cp.audit.packing`).
 
 The report is a function of the inputs and the settings: CP-SAT runs with a
 deterministic-time budget, a fixed seed and, with several workers, interleaved
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from raptor_cp.audit.packing import PackingBounds
 from raptor_cp.audit.partition import PartitionDetails
 from raptor_cp.audit.record import AuditRecord
 from raptor_cp.errors import InvalidInputError, NotFoundWithinBudgetError
@@ -127,6 +128,8 @@ class VerifyReport:
     """The partition audit's quantization evidence (``pipeline`` mode only)."""
     settings: VerifySettings
     warnings: tuple[str, ...]
+    packing_bounds: tuple[PackingBounds, ...] = ()
+    """Every audited stage's lower bounds (``packing`` mode only)."""
 
     @property
     def disagrees(self) -> bool:
@@ -180,8 +183,8 @@ def verify(
         records = _audit_latency(instances, settings, progress)
         return VerifyReport(tuple(records), (), settings, warnings)
     batch = [_pipeline_instance(path, target, settings) for path in paths]
-    records, details = _audit_pipeline(batch, settings, target, progress)
-    return VerifyReport(tuple(records), tuple(details), settings, warnings)
+    records, details, bounds = _audit_pipeline(batch, settings, target, progress)
+    return VerifyReport(tuple(records), tuple(details), settings, warnings, tuple(bounds))
 
 
 def outcome(record: AuditRecord) -> str:
@@ -259,10 +262,15 @@ def _audit_pipeline(
     settings: VerifySettings,
     target: SchedulingTarget,
     progress: Progress,
-) -> tuple[list[AuditRecord], list[PartitionDetails]]:
-    """Audit each instance (mode ``pipeline`` or ``packing``), one progress line each."""
+) -> tuple[list[AuditRecord], list[PartitionDetails], list[PackingBounds]]:
+    """Audit each instance (mode ``pipeline`` or ``packing``), one progress line each.
+
+    Besides the records: the partition audits' quantization details (``pipeline``)
+    or every audited stage's lower bounds (``packing``).
+    """
     records: list[AuditRecord] = []
     details: list[PartitionDetails] = []
+    bounds: list[PackingBounds] = []
     for i, instance in enumerate(instances, start=1):
         groups = instance.problem.num_groups
         progress("audit-start", f"[{i}/{len(instances)}] {instance.name}: {count(groups, 'group')}")
@@ -272,11 +280,12 @@ def _audit_pipeline(
             details.append(detail)
             outcomes = [outcome(record)]
         else:
-            stage_records = _audit_stages(instance, settings, target)
+            stage_records, stage_bounds = _audit_stages(instance, settings, target)
             records.extend(stage_records)
+            bounds.extend(stage_bounds)
             outcomes = [count(len(stage_records), "stage")] + [outcome(r) for r in stage_records]
         progress("audit", "; ".join(outcomes))
-    return records, details
+    return records, details, bounds
 
 
 def _audit_partition(
@@ -301,8 +310,8 @@ def _audit_partition(
 
 def _audit_stages(
     instance: _PipelineInstance, settings: VerifySettings, target: SchedulingTarget
-) -> list[AuditRecord]:
-    from raptor_cp.audit.packing import audit_packing
+) -> tuple[list[AuditRecord], list[PackingBounds]]:
+    from raptor_cp.audit.packing import audit_packing, packing_bounds
     from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, initial_partition
     from raptor_cp.models.packing import CpSatPackingModel
     from raptor_cp.pipeline.initial import final_stages, tabulate_grid
@@ -316,12 +325,9 @@ def _audit_stages(
         )
     model = CpSatPackingModel(settings.solve_settings())
     stages = final_stages(instance.graph, costs, partition.stages, problem.cores)
-    return [
-        audit_packing(
-            costs.packing_problem(stage.first, stage.stop, stage.cores),
-            model,
-            f"{instance.name} stage {s}",
-            target.name,
-        )
+    problems = [
+        (f"{instance.name} stage {s}", costs.packing_problem(stage.first, stage.stop, stage.cores))
         for s, stage in enumerate(stages)
     ]
+    records = [audit_packing(stage, model, name, target.name) for name, stage in problems]
+    return records, [packing_bounds(stage, name) for name, stage in problems]

@@ -14,6 +14,7 @@ from raptor_cp.cli.compile import compile_command
 from raptor_cp.cli.cycle_ratio import cycle_ratio_command
 from raptor_cp.cli.exchange import exchange_command
 from raptor_cp.cli.inspect import inspect_command
+from raptor_cp.cli.pack import pack_command
 from raptor_cp.cli.periodic import periodic_command
 from raptor_cp.cli.report import report_command
 from raptor_cp.cli.verify import verify_command
@@ -43,5 +44,6 @@ for _command in (
     periodic_command,
     exchange_command,
     report_command,
+    pack_command,
 ):
     main.add_command(_command)

@@ -89,6 +89,20 @@ DEFAULT_OUT = Path("raptor-out")
     help="Pipeline mode: also write reports/pipeline_periodic.json (recurrence, queue estimate).",
 )
 @click.option(
+    "--emit",
+    "emit_dir",
+    type=click.Path(path_type=Path),
+    help="PIM targets: also write the schedule as a pimsim-nn program, its chip config and "
+    "network table to this directory (docs/emission.md).",
+)
+@click.option(
+    "--emit-format",
+    type=click.Choice(["json", "dir", "pim"]),
+    default="json",
+    show_default=True,
+    help="With --emit: one program.json.gz, or program/ with core_<id>.json or core_<id>.pim.",
+)
+@click.option(
     "--exchange-budget",
     type=click.IntRange(min=1),
     help="IPU targets: exchange-table bytes per tile; admit a plan within it (docs/exchange.md).",
@@ -137,6 +151,8 @@ def compile_command(
     as_json: bool,
     example: bool,
     periodic_diagnostics: bool,
+    emit_dir: Path | None,
+    emit_format: str,
     exchange_budget: int | None,
     expanded_plan_finalists: int,
     placement_finalists: int,
@@ -146,16 +162,20 @@ def compile_command(
     """Schedule MODEL on a target and write schedule.json and trace.json to --out.
 
     With --pipeline N (N > 1) or --mode pipeline, write schedule.json and
-    reports/pipeline_selection.json instead (see docs/cli.md).
+    reports/pipeline_selection.json instead (see docs/cli.md). With --emit DIR,
+    also write the pimsim-nn program (docs/emission.md).
     """
-    from raptor_cp.flows import ExchangeNotAdmittedError, compile
+    from raptor_cp.flows import BackendRejectedError, ExchangeNotAdmittedError, compile
     from raptor_cp.reports.compile_output import (
         check_output,
         write_admission_failure,
         write_compile_output,
+        write_selection_failure,
     )
 
-    depth = _pipeline_depth(click.get_current_context(), mode, pipeline, plot)
+    ctx = click.get_current_context()
+    _check_emit(ctx, out, emit_dir, exchange_budget)
+    depth = _pipeline_depth(ctx, mode, pipeline, plot)
     if depth is not None and exchange_budget is not None:
         raise UserError("--exchange-budget is available in latency mode only")
     settings = _search_options(scheduler, polish, time_limit, depth, exchange_budget)
@@ -170,6 +190,10 @@ def compile_command(
             fragment_limit,
         )
     check_output(out)
+    if emit_dir is not None:
+        from raptor_cp.emit.files import check_emission
+
+        check_emission(emit_dir)
     with Reporter(quiet=as_json) as progress, model_path(model, example) as path:
         try:
             result = compile(
@@ -185,14 +209,25 @@ def compile_command(
                 periodic=periodic_diagnostics,
                 exchange_budget=exchange_budget,
                 exchange_limits=limits,
+                emit=emit_dir is not None,
                 progress=progress,
             )
         except ExchangeNotAdmittedError as error:
             report = write_admission_failure(error.admission, out)
             raise UserError(f"{error}; see {report}") from None
+        except BackendRejectedError as error:
+            report = write_selection_failure(error.result, out)
+            raise UserError(f"{error}; see {report}") from None
     files = write_compile_output(result, out, plot)
     progress("write", f"{out}/")
     summary = {**result.summary(), "out": str(out), "files": files}
+    if emit_dir is not None and result.program is not None:
+        from raptor_cp.emit.files import write_emission
+
+        source = {"model": result.prepared.model, "compile_mode": result.mode}
+        emitted = write_emission(result.program, emit_dir, emit_format, source)
+        progress("emit", f"{emit_dir}/")
+        summary["emission"] |= {"out": str(emit_dir), "files": emitted}
     click.echo(json.dumps(summary, sort_keys=True) if as_json else summary_line(summary))
 
 
@@ -221,6 +256,22 @@ def _search_options(
     return None if time_limit is None else {"time_limit_s": time_limit}
 
 
+def _check_emit(
+    ctx: click.Context, out: Path, emit_dir: Path | None, exchange_budget: int | None
+) -> None:
+    """``--emit`` needs its own directory and a PIM target's latency or pipeline mode."""
+    from click.core import ParameterSource
+
+    if emit_dir is None:
+        if ctx.get_parameter_source("emit_format") is not ParameterSource.DEFAULT:
+            raise UserError("--emit-format needs --emit DIR")
+        return
+    if exchange_budget is not None:
+        raise UserError("--emit writes pimsim-nn programs; --exchange-budget is for IPU targets")
+    if emit_dir.resolve() == out.resolve():
+        raise UserError(f"--emit {emit_dir} must differ from --out")
+
+
 def _pipeline_depth(ctx: click.Context, mode: str, pipeline: int | None, plot: bool) -> int | None:
     """The pipeline depth ``compile`` runs with, or None for latency mode.
 
@@ -245,9 +296,21 @@ def _pipeline_depth(ctx: click.Context, mode: str, pipeline: int | None, plot: b
 
 def summary_line(summary: dict[str, Any]) -> str:
     """The one line ``compile`` prints without ``--json``."""
-    from raptor_cp.reports.output import format_ns
 
     where = f"{summary['cores_used']}/{summary['cores']} cores"
+    line = _mode_line(summary, where)
+    emission = summary.get("emission")
+    if emission is None or "out" not in emission:
+        return line
+    return (
+        f"{line}; emitted {emission['instructions']} instructions on {emission['cores']} "
+        f"cores to {emission['out']}/"
+    )
+
+
+def _mode_line(summary: dict[str, Any], where: str) -> str:
+    from raptor_cp.reports.output import format_ns
+
     if summary["mode"] == "pipeline":
         stages = f"{summary['stages']} stage{'' if summary['stages'] == 1 else 's'}"
         return (

@@ -1,14 +1,21 @@
 """``raptor-cp periodic ARTIFACT --target T``: periodic analysis of a pimsim-nn instruction file.
 
-ARTIFACT is a single-file JSON artifact or a directory of ``config.json`` and
-``core_<id>.json`` / ``core_<id>.pim`` files (`raptor_cp.targets.pim.artifact`);
-T is a pimsim-nn target (a preset or a chip config path). The command builds
-the artifact's periodic event graph, computes the recurrence bound (maximum
-cycle ratio with a witness cycle; ``--method``: the seeds' bounded bisection by
-default, Howard's policy iteration, or ``both``, which reports Howard as the
-exact cross-check) and runs the queue engine in both tie orders, then prints a
-summary, or with ``--json`` the whole document
-(`raptor_cp.reports.periodic_report`); ``--out FILE`` also writes it.
+ARTIFACT is a single-file JSON artifact (plain or gzip) or a directory of
+``config.json`` and ``core_<id>.json`` / ``core_<id>.pim`` files
+(`raptor_cp.targets.pim.artifact`); T is a pimsim-nn target (a preset or a
+chip config path). The command builds the artifact's periodic event graph,
+computes the recurrence bound (maximum cycle ratio with a witness cycle;
+``--method``: the seeds' bounded bisection by default, Howard's policy
+iteration, or ``both``, which reports Howard as the exact cross-check), runs
+the queue engine in both tie orders and one generation of it for the
+single-pass (latency-mode) estimate, then prints a summary, or with ``--json``
+the whole document (`raptor_cp.reports.periodic_report`); ``--out FILE`` also
+writes it.
+
+ARTIFACT may also be a ``compile --emit`` directory: its program is then
+analysed on its ``config.json`` (unless ``--target`` is given) with the
+``memory_controller`` estimate on, and the report adds the round trip against
+the compile's prediction (`raptor_cp.emit.round_trip`).
 
 Model switches (scheduling.md, "Post-codegen instruction diagnostic"):
 ``--model-network-queues/--no-model-network-queues`` (source-switch FIFOs),
@@ -40,8 +47,8 @@ if TYPE_CHECKING:
 @click.option(
     "--target",
     "-t",
-    required=True,
-    help="pimsim-nn preset or chip config path the artifact was compiled for.",
+    help="pimsim-nn preset or chip config path the artifact was compiled for "
+    "(default for a compile --emit directory: its config.json).",
 )
 @click.option(
     "--method",
@@ -73,7 +80,7 @@ if TYPE_CHECKING:
 def periodic_command(
     ctx: click.Context,
     artifact: Path,
-    target: str,
+    target: str | None,
     method: str,
     model_network_queues: bool,
     model_issue: bool,
@@ -108,14 +115,26 @@ def periodic_command(
 
 
 def _analyse(
-    artifact: Path, spec: str, method: str, model: QueueModel, model_issue: bool
+    artifact: Path, spec: str | None, method: str, model: QueueModel, model_issue: bool
 ) -> dict[str, Any]:
+    from dataclasses import replace
+
+    from raptor_cp.cli.common import UserError
+    from raptor_cp.emit.round_trip import emission_directory, round_trip
     from raptor_cp.errors import CapabilityUnavailableError, TimingUnavailableError
     from raptor_cp.periodic.analysis import analyse_periodic
     from raptor_cp.periodic.events import build_events
     from raptor_cp.reports.periodic_report import periodic_document, unavailable_document
     from raptor_cp.targets.registry import resolve_target
 
+    emitted = emission_directory(artifact)
+    source = artifact
+    if emitted is not None:
+        artifact, config, emission = emitted
+        spec = spec or str(config)
+        model = replace(model, memory_controller=True)
+    if spec is None:
+        raise UserError("--target is required unless ARTIFACT is a compile --emit directory")
     target = resolve_target(spec)
     frontend = target.instruction_frontend()
     if frontend is None:
@@ -139,14 +158,16 @@ def _analyse(
         )
     except TimingUnavailableError as error:
         document = unavailable_document(
-            str(error), source=str(artifact), target=target.name, missing_effects=programs.effects
+            str(error), source=str(source), target=target.name, missing_effects=programs.effects
         )
     else:
         document = periodic_document(
-            analysis, source=str(artifact), target=target.name, missing_effects=programs.effects
+            analysis, source=str(source), target=target.name, missing_effects=programs.effects
         )
     document["instructions"] = programs.instructions
     document["warnings"] = list(target.warnings)
+    if emitted is not None and document["status"] != "unavailable":
+        document["round_trip"] = round_trip(emission, document)
     return document
 
 
@@ -226,8 +247,37 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
             )
         else:
             lines.append(f"memory_controller: unavailable: {controller['reason']}")
+    single = document["single_pass"]
+    if single["latency_ns"] is None:
+        lines.append(f"single pass: unavailable: {single['reason']}")
+    else:
+        lines.append(
+            f"single pass (latency mode): {_ns(single['latency_ns'])} (reversed ties: "
+            f"{_ns(single['alternative_tie_latency_ns'])}); without queues "
+            f"{_ns(single['unqueued_ns'])}"
+        )
+    if "round_trip" in document:
+        lines += round_trip_lines(document["round_trip"])
     lines.append(
         f"{len(document['missing_effects'])} missing effects listed in the report; "
         "not eligible for schedule selection"
     )
+    return lines
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.2f}%"
+
+
+def round_trip_lines(trip: dict[str, Any]) -> list[str]:
+    """The round trip of an emitted program against its compile, for the summary."""
+    verdict = "holds" if trip["holds"] else "does not hold"
+    lines = [
+        f"round trip: {_ns(trip['program_ns'])} against the compile's {trip['compile_figure']} "
+        f"{_ns(trip['compile_ns'])}: {_percent(trip['difference_percent'])} ({verdict} within "
+        f"{trip['within_percent']}%)",
+        f"against the schedule's {trip['schedule_figure']} {_ns(trip['schedule_ns'])}: "
+        f"{_percent(trip['schedule_difference_percent'])}",
+    ]
+    lines += [f"  {e['change_ns']:+g} ns: {e['effect']}" for e in trip["effects"]]
     return lines

@@ -39,9 +39,22 @@ maximum) decreases strictly, so the descent ends; it also stops once
 two cores' demands: a neighbour on a third core is charged the edge before and
 after.
 
+**Ruin and recreate** (`_Assignment.ruin_and_recreate`), on the winner only and
+only while it is above the demand bound: ``RECREATE_MOVES`` (64) times, empty the
+most loaded core and 1-3 random others and put their tasks back greedily (the
+recreate rule of a move: random order by weight set or by load; each task on the group's
+fitting core with the least demand after it, or with the fewest new slots); keep
+the move when the group's (largest demand, sum of squared demands) does not grow,
+else undo it (``random.Random(0)``: deterministic); stop early after
+``RECREATE_PATIENCE`` (16) moves in a row that lower nothing. A kept move is followed by one
+more bottleneck descent. On the 60 ResNet-18 stage problems of
+``benchmarks/bench_binpacking.py shared`` it turned 3 of the 13 cases where the
+descent ended above CP-SAT's answer into ties (256 moves: 5, at 3.6 times the time).
+
 Bounds: `demand_lower_bound` (largest load, total load / cores) for the demand;
-`cores_needed` (distinct-weight union / capacity and the Martello-Toth bound
-L2 on the distinct weight sizes, which every packing contains as a bin packing
+`cores_needed` (distinct-weight union / capacity, and the bin-packing bounds of
+`raptor_cp.heuristics.packing_bounds`, Martello-Toth L2 and the Fekete-Schepers
+DFF bound, on the distinct weight sizes: every packing contains a bin packing
 of one copy of each weight) for the cores. A solution meeting its bound is
 OPTIMAL. Fewer cores than `cores_needed` is a proof of infeasibility (INFEASIBLE);
 a failed construction is only NOT_FOUND.
@@ -62,15 +75,17 @@ D. S. Johnson, "Near-optimal bin packing algorithms", PhD thesis, MIT, 1973
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.heuristics.bin_packing import pack_bins
 from raptor_cp.heuristics.ordered_packing import demand_lower_bound, ordered_packing
+from raptor_cp.heuristics.packing_bounds import bin_bounds
 from raptor_cp.heuristics.resident_packing import pack_resident_weights
 from raptor_cp.problems import (
     FewestCoresProblem,
@@ -82,34 +97,10 @@ from raptor_cp.problems import (
 
 REBALANCE_CHECK_BUDGET = 1 << 20
 """(task, core) move evaluations one rebalance may spend."""
-
-
-def bin_packing_lower_bound(sizes: Sequence[int], capacity: int) -> int:
-    """Martello-Toth bound L2 on the bins of capacity ``capacity`` that ``sizes`` need.
-
-    For each ``alpha`` in ``{0} | {s <= capacity / 2}``: items larger than
-    ``capacity - alpha`` and items in ``(capacity / 2, capacity - alpha]`` each need a
-    bin of their own, and items in ``[alpha, capacity / 2]`` need whatever the second
-    kind's bins leave free, in whole bins. Never below ``ceil(sum / capacity)``.
-
-    >>> bin_packing_lower_bound([6, 6, 6, 4, 4, 4], 10)
-    3
-    """
-    s = np.asarray([x for x in sizes if x > 0], dtype=np.int64)
-    if s.size == 0:
-        return 0
-    if capacity <= 0:
-        raise InvalidInstanceError(f"no bin of capacity {capacity} holds an item of {s.max()}")
-    best = -(-int(s.sum()) // capacity)
-    large = 2 * s > capacity
-    for alpha in [0, *np.unique(s[~large]).tolist()]:
-        big = s > capacity - alpha
-        mid = large & ~big
-        small = ~large & (s >= alpha)
-        free = int(mid.sum()) * capacity - int(s[mid].sum())
-        spill = max(0, -(-(int(s[small].sum()) - free) // capacity))
-        best = max(best, int(big.sum()) + int(mid.sum()) + spill)
-    return best
+RECREATE_MOVES = 64
+"""Ruin-and-recreate moves tried on the winning candidate."""
+RECREATE_PATIENCE = 16
+"""Ruin and recreate stops after this many moves in a row that improve nothing."""
 
 
 def cores_needed(problem: PackingProblem) -> int:
@@ -119,8 +110,8 @@ def cores_needed(problem: PackingProblem) -> int:
     used = sorted({w for weights in problem.task_weights for w in weights})
     if problem.capacity == 0:
         return 1
-    l2 = bin_packing_lower_bound([problem.weight_size[w] for w in used], problem.capacity)
-    return max(problem.cores_lower_bound, l2)
+    sizes = [problem.weight_size[w] for w in used]
+    return max(problem.cores_lower_bound, bin_bounds(sizes, problem.capacity).best)
 
 
 def weight_groups(problem: PackingProblem) -> dict[tuple[int, ...], list[int]]:
@@ -134,15 +125,28 @@ def weight_groups(problem: PackingProblem) -> dict[tuple[int, ...], list[int]]:
     return groups
 
 
+def disjoint(sets: Iterable[tuple[int, ...]]) -> bool:
+    """Whether no weight is in two of ``sets`` (each set without repeats)."""
+    seen: set[int] = set()
+    for weights in sets:
+        if not seen.isdisjoint(weights):
+            return False
+        seen.update(weights)
+    return True
+
+
 def fewest_cores(problem: FewestCoresProblem) -> FewestCoresSolution:
-    """Fewest cores (at most ``problem.cores``) holding the tasks' weights: best fit decreasing.
+    """Fewest cores (at most ``problem.cores``) holding the tasks' weights.
 
     Tasks with the same weight set always share a core (they add no slots), so
-    the constructor packs one representative per weight set, by set size
-    descending (ties: first task). It first runs on ``min(cores, weight sets)``
-    cores, then on ``m = cores_needed, cores_needed + 1, ...`` cores until it
-    succeeds with fewer cores than it used before; each run includes the shared
-    constructor's bounded recovery.
+    one item per weight set is packed. When no weight belongs to two sets the
+    question is plain bin packing of the sets' slot totals, answered by
+    `raptor_cp.heuristics.bin_packing.pack_bins` (best fit decreasing, MBS' and a
+    neighbourhood search, stopping at the bound). Otherwise best fit decreasing
+    by the shared constructor, items by set size descending (ties: first task):
+    first on ``min(cores, weight sets)`` cores, then on ``m = cores_needed,
+    cores_needed + 1, ...`` cores until it succeeds with fewer cores than it used
+    before; each run includes the constructor's bounded recovery.
     """
     began = time.perf_counter()
     bound = cores_needed(problem)
@@ -156,30 +160,22 @@ def fewest_cores(problem: FewestCoresProblem) -> FewestCoresSolution:
         )
     groups = weight_groups(problem)
     sets = sorted(groups, key=lambda s: (-sum(problem.weight_size[w] for w in s), groups[s][0]))
-
-    def attempt(cores: int) -> tuple[int, ...] | None:
-        packing = pack_resident_weights(
-            range(len(sets)), sets, problem.weight_size, [problem.capacity] * cores
+    details: dict[str, object]
+    if disjoint(sets):
+        packing = pack_bins(
+            [sum(problem.weight_size[w] for w in s) for s in sets], problem.capacity
         )
-        attempts.append((cores, packing.found, packing.constructions, packing.candidate_checks))
-        return packing.cores
-
-    attempts: list[tuple[int, bool, int, int]] = []
-    best = attempt(min(problem.cores, len(sets)))
-    if best is not None:
-        for cores in range(bound, len(set(best))):
-            found = attempt(cores)
-            if found is not None:
-                best = found
-                break
+        bound = max(bound, packing.lower_bound)
+        best = packing.bins if packing.count <= problem.cores else None
+        details = {"bin_packing": packing.method, "work": packing.work, "bins": packing.count}
+    else:
+        best, details = _shared_fewest(problem, sets, bound)
     wall = time.perf_counter() - began
-    details: dict[str, object] = {"attempts": attempts}
     if best is None:
         return FewestCoresSolution(
             None,
             status=Status.NOT_FOUND,
             solver="fewest-cores",
-            objective=None,
             bound=bound,
             wall_s=wall,
             details=details,
@@ -200,6 +196,29 @@ def fewest_cores(problem: FewestCoresProblem) -> FewestCoresSolution:
         wall_s=wall,
         details=details,
     )
+
+
+def _shared_fewest(
+    problem: PackingProblem, sets: list[tuple[int, ...]], bound: int
+) -> tuple[tuple[int, ...] | None, dict[str, object]]:
+    """The shared constructor's fewest cores for overlapping weight sets (`fewest_cores`)."""
+
+    def attempt(cores: int) -> tuple[int, ...] | None:
+        packing = pack_resident_weights(
+            range(len(sets)), sets, problem.weight_size, [problem.capacity] * cores
+        )
+        attempts.append((cores, packing.found, packing.constructions, packing.candidate_checks))
+        return packing.cores
+
+    attempts: list[tuple[int, bool, int, int]] = []
+    best = attempt(min(problem.cores, len(sets)))
+    if best is not None:
+        for cores in range(bound, len(set(best))):
+            found = attempt(cores)
+            if found is not None:
+                best = found
+                break
+    return best, {"attempts": attempts}
 
 
 def pack_stage(problem: PackingProblem) -> PackingSolution:
@@ -259,10 +278,16 @@ def pack_stage(problem: PackingProblem) -> PackingSolution:
     moves = {name: a.rebalance(REBALANCE_CHECK_BUDGET) for name, a in candidates.items()}
     final = {name: int(a.demand.max(initial=0)) for name, a in candidates.items()}
     winner = min(final, key=final.__getitem__)  # first in candidate order on ties
-    objective = final[winner]
+    best = candidates[winner]
+    if final[winner] > bound:
+        kept = best.ruin_and_recreate(random.Random(0), RECREATE_MOVES, bound)
+        details["recreated"] = kept
+        if kept:
+            best.rebalance(REBALANCE_CHECK_BUDGET)
+    objective = int(best.demand.max(initial=0))
     details.update(constructed=constructed, moves=moves, rebalanced=final, winner=winner)
     status = Status.OPTIMAL if objective == bound else Status.FEASIBLE
-    core = tuple(candidates[winner].core.tolist())
+    core = tuple(best.core.tolist())
     wall = time.perf_counter() - began
     return PackingSolution(
         core,
@@ -400,6 +425,72 @@ class _Assignment:
                 keys = (ids, new, np.where(fits, after, np.iinfo(np.int64).max))
             self.place(t, int(np.lexsort(keys)[0]))
         return self
+
+    def ruin_and_recreate(self, rng: random.Random, moves: int, bound: int) -> int:
+        """Re-place the tasks of the most loaded core and 1-3 others (module docstring).
+
+        Each move empties the chosen cores and puts their tasks back, in a random
+        order by weight set (half of the time) or by load, each on the fitting core
+        of the group with the least demand after it (ties: fewest new slots), or,
+        half of the time, the fewest new slots first. A move is kept when the
+        group's (largest demand, sum of squared demands) does not grow; otherwise it
+        is undone. Stops at ``bound`` or after ``RECREATE_PATIENCE`` moves in a row
+        that do not lower that key. Returns the number of moves kept.
+        """
+        cores = self.used.shape[0]
+        kept = idle = 0
+        for _ in range(moves):
+            if cores < 2 or int(self.demand.max()) <= bound or idle >= RECREATE_PATIENCE:
+                break
+            p = int(np.argmax(self.demand))
+            others = [q for q in range(cores) if q != p]
+            group = np.array([p, *rng.sample(others, min(rng.randint(1, 3), len(others)))])
+            tasks = np.flatnonzero(np.isin(self.core, group)).tolist()
+            before = self._group_key(group)
+            original = list(zip(tasks, self.core[tasks].tolist(), strict=True))
+            for t in tasks:
+                self.remove(t)
+            rng.shuffle(tasks)
+            if rng.random() < 0.5:
+                tasks.sort(key=lambda t: (self.weights[t].tolist(), -int(self.load[t])))
+            else:
+                tasks.sort(key=lambda t: -int(self.load[t]))
+            reuse = rng.random() < 0.5
+            placed = []
+            for t in tasks:
+                q = self._group_place(t, group, reuse)
+                if q < 0:
+                    break
+                self.place(t, q)
+                placed.append(t)
+            after = self._group_key(group) if len(placed) == len(tasks) else None
+            if after is not None and after <= before:
+                kept += 1
+                idle = 0 if after < before else idle + 1
+                continue
+            idle += 1
+            for t in placed:
+                self.remove(t)
+            for t, q in original:
+                self.place(t, q)
+        return kept
+
+    def _group_key(self, group: np.ndarray) -> tuple[int, int]:
+        demand = self.demand[group].tolist()
+        return max(demand), sum(d * d for d in demand)
+
+    def _group_place(self, t: int, group: np.ndarray, reuse: bool) -> int:
+        """The core of ``group`` for ``t`` (`ruin_and_recreate`), or -1 if none fits."""
+        new = self.new_slots(t)[group]
+        fits = self.used[group] + new <= self.problem.capacity
+        if not fits.any():
+            return -1
+        on, total = self.neighbour_ns_on(t)
+        after = self.demand[group] + int(self.load[t]) + total - on[group]
+        never = np.iinfo(np.int64).max
+        keys = (new, after) if not reuse else (after, new)
+        order = np.lexsort((group, *[np.where(fits, k, never) for k in keys]))
+        return int(group[order[0]])
 
     def rebalance(self, budget: int) -> int:
         """Bottleneck moves and swaps (module docstring) within ``budget`` evaluations.

@@ -33,6 +33,12 @@ A hint that already meets the lower bound (`demand_lower_bound`, `cores_needed`)
 is proved optimal by it: `solve` then returns it as OPTIMAL without building a
 model (``details["search"]`` says so). Otherwise the hint guides the search.
 
+Fewest cores of plain bin packing (no weight in two weight sets) goes by default
+to the arc-flow model of `raptor_cp.models.arc_flow`, whose LP relaxation proves
+what the assignment model cannot (its bound here is `cores_needed` plus what
+branching proves); `CpSatBinPackingModel` then only passes the bound and hint.
+Measured on the Falkenauer and Scholl sets in docs/benchmarks.md ("Stage packing").
+
 Size: ``I P`` assignment literals for ``I`` items and ``P`` modelled cores, plus
 ``W_s P`` resident literals for the ``W_s`` weights with several users, plus
 ``E P`` cut literals for the merged edges. Above ``max_size`` `build` raises
@@ -52,10 +58,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from raptor_cp.errors import RaptorError, ScheduleViolationError
+from raptor_cp.errors import InvalidConfigError, RaptorError, ScheduleViolationError
 from raptor_cp.heuristics.ordered_packing import demand_lower_bound
 from raptor_cp.heuristics.stage_packing import (
     cores_needed,
+    disjoint,
     fewest_cores,
     pack_stage,
     weight_groups,
@@ -78,6 +85,8 @@ DEFAULT_MAX_SIZE = 200_000
 """Default model-size limit (literals, see the module docstring)."""
 SKIPPED = "not run: the hint meets the lower bound"
 """``details["search"]`` of a solve answered by its hint alone (see the module docstring)."""
+FORMULATIONS = ("auto", "assignment", "arc-flow")
+"""The fewest-cores models `CpSatBinPackingModel` can build."""
 
 
 @dataclass(frozen=True)
@@ -246,6 +255,11 @@ class CpSatBinPackingModel:
     """Exact fewest-cores packing (at most ``problem.cores``), see the module docstring.
 
     Parameters are those of `CpSatPackingModel`; the hint comes from `fewest_cores`.
+    ``formulation`` picks the model: ``assignment`` (here), ``arc-flow``
+    (`raptor_cp.models.arc_flow`, only when no weight is in two weight sets, i.e.
+    plain bin packing) or ``auto`` (arc flow when it applies). Whatever CP-SAT
+    returns, `solve` never answers worse than a valid hint: it falls back to the
+    hint (``details["fallback"]``) when CP-SAT finds nothing better.
     """
 
     name: ClassVar[str] = "cpsat"
@@ -253,6 +267,14 @@ class CpSatBinPackingModel:
     settings: SolveSettings = field(default_factory=SolveSettings)
     use_hint: bool = True
     max_size: int = DEFAULT_MAX_SIZE
+    formulation: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.formulation not in FORMULATIONS:
+            raise InvalidConfigError(
+                f"unknown bin-packing formulation {self.formulation!r}; "
+                f"choose one of {', '.join(FORMULATIONS)}"
+            )
 
     def solve(
         self, problem: PackingProblem, hint: FewestCoresSolution | None = None
@@ -271,6 +293,8 @@ class CpSatBinPackingModel:
             else:
                 core, note = hint.core, f"{hint.solver}: {hint.objective} cores"
         lower = cores_needed(problem)
+        if hint is not None and hint.bound is not None:
+            lower = max(lower, hint.bound)  # the heuristic's bound is proved as well
         if core is not None and len(set(core)) == lower:
             label = {p: i for i, p in enumerate(dict.fromkeys(core))}
             details = {"hint": note, "search": SKIPPED}
@@ -283,16 +307,40 @@ class CpSatBinPackingModel:
                 wall_s=time.perf_counter() - began,
                 details=details,
             )
-        model, variables = self.build(problem, None if core is None else len(set(core)))
-        if core is not None:
-            group = {t: i for i, tasks in enumerate(variables.items) for t in tasks}
-            cores = [0] * len(variables.items)
-            for t, p in enumerate(core):
-                cores[group[t]] = p
-            _add_hint(model, variables, cores)
-        solution = self.extract(run_cpsat(model, settings), variables)
-        details = {**solution.details, "hint": note}
-        return dataclasses.replace(solution, wall_s=time.perf_counter() - began, details=details)
+        formulation = self.formulation
+        if formulation == "auto":
+            formulation = "arc-flow" if disjoint(weight_groups(problem)) else "assignment"
+        if formulation == "arc-flow":
+            from raptor_cp.models.arc_flow import CpSatArcFlowModel
+
+            solution = CpSatArcFlowModel(settings, self.max_size).solve(problem, lower, core)
+        else:
+            model, variables = self.build(problem, None if core is None else len(set(core)))
+            if core is not None:
+                group = {t: i for i, tasks in enumerate(variables.items) for t in tasks}
+                cores = [0] * len(variables.items)
+                for t, p in enumerate(core):
+                    cores[group[t]] = p
+                _add_hint(model, variables, cores)
+            solution = self.extract(run_cpsat(model, settings), variables)
+        details = {**solution.details, "hint": note, "formulation": formulation}
+        if core is not None and (solution.objective is None or solution.objective > len(set(core))):
+            label = {p: i for i, p in enumerate(dict.fromkeys(core))}
+            bound = max(lower, solution.bound or 0)
+            used = len(label)
+            details["fallback"] = f"CP-SAT {solution.status.value}: kept the hint"
+            solution = FewestCoresSolution(
+                tuple(label[p] for p in core),
+                status=Status.OPTIMAL if used == bound else Status.FEASIBLE,
+                solver=self.name,
+                objective=used,
+                bound=bound,
+                details=details,
+            )
+            check_fewest_cores(problem, solution)
+        return dataclasses.replace(
+            solution, solver=self.name, wall_s=time.perf_counter() - began, details=details
+        )
 
     def build(
         self, problem: PackingProblem, upper: int | None = None

@@ -206,6 +206,28 @@ def run_queue(
     return _Simulation(events, reverse_ties, max_generations, budget).run(order)
 
 
+def first_generation(events: EventGraph, reverse_ties: bool = False) -> list[int] | str:
+    """Completion time of every event in generation 0 when no later generation runs.
+
+    Returns the reason instead when generation 0 cannot complete (a stall or the
+    event budget). Used by `raptor_cp.periodic.single_pass`.
+    """
+    if events.num_events == 0:
+        return "no events: every core is idle"
+    budget = EVENT_BUDGET_FACTOR * (events.num_events + events.num_edges)
+    simulation = _Simulation(events, reverse_ties, 1, budget)
+    run = simulation.run("reversed" if reverse_ties else "index")
+    if run.generation_ends:
+        return simulation.first
+    stuck = [x for x in range(events.num_events) if simulation.gen[x] == 0]
+    if run.processed_events >= budget or not stuck:
+        return run.reason or "generation 0 did not complete"
+    return (
+        f"generation 0 cannot complete: {simulation._describe(stuck[0])} waits for tokens "
+        "that never arrive"
+    )
+
+
 class _Simulation:
     """State of one run; see the module docstring."""
 
@@ -248,6 +270,8 @@ class _Simulation:
         self.ends: list[int] = []
         self.waits = [[0] * (events.num_cores + 1) for _ in range(max_generations)]
         self.max_request_wait = 0
+        self.first = [0] * n
+        """Completion time of each event in generation 0."""
         self.capped = -1
         self.now = 0
 
@@ -357,6 +381,8 @@ class _Simulation:
     def _complete(self, x: int) -> bool:
         """``x`` completes its generation; True when that made the interval converge."""
         now, k = self.now, self.gen[x]
+        if k == 0:
+            self.first[x] = now
         r = self.resource[x]
         if r != NO_RESOURCE and self.release[x] == x:
             self._release(r)

@@ -150,8 +150,21 @@ class FewestCoresProblem(PackingProblem):
 
     Same fields as `PackingProblem`; loads and edges play no part. Plain bin
     packing of item sizes ``s_i`` into bins of ``capacity`` is the instance where
-    task ``i`` has its own weight of size ``s_i``.
+    task ``i`` has its own weight of size ``s_i`` (`bin_packing`).
     """
+
+    @classmethod
+    def bin_packing(
+        cls, sizes: tuple[int, ...], capacity: int, name: str = "bin-packing"
+    ) -> FewestCoresProblem:
+        """Plain bin packing: task ``i`` with its own weight of ``sizes[i]``, zero load, and
+        one core per item (at least one), so that any packing fits.
+
+        >>> FewestCoresProblem.bin_packing((6, 4), 10).task_weights
+        ((0,), (1,))
+        """
+        n = len(sizes)
+        return cls((0,) * n, tuple((i,) for i in range(n)), sizes, max(1, n), capacity, name=name)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Audit reports: the Markdown table and JSON of `AuditRecord` lists (formatting only).
 
 ``verify`` prints one table shape for every mode; the partition audit adds a
-second table of the prefix DP's quantization evidence (`render_quantization`).
+second table of the prefix DP's quantization evidence (`render_quantization`),
+the packing audit one of each stage's lower bounds (`render_packing_bounds`).
 The Markdown holds no wall times, so identical runs give identical reports.
 """
 
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from raptor_cp.audit.packing import PackingBounds
     from raptor_cp.audit.partition import PartitionDetails
     from raptor_cp.audit.record import AuditRecord
     from raptor_cp.audit.verify import VerifyReport
@@ -63,6 +65,21 @@ def details_json(details: PartitionDetails) -> dict[str, object]:
         "grid_objective_ns": details.grid_objective,
         "exact_dp_objective_ns": details.exact_dp_objective,
         "quantization_loss_ns": details.quantization_loss,
+    }
+
+
+def packing_bounds_json(bounds: PackingBounds) -> dict[str, object]:
+    """A JSON-ready dict of one stage's lower bounds (packing audit)."""
+    return {
+        "instance": bounds.instance,
+        "cores": bounds.cores,
+        "weights": bounds.weights,
+        "cores_l1": bounds.cores_l1,
+        "cores_l2": bounds.cores_l2,
+        "cores_dff": bounds.cores_dff,
+        "cores_lp": bounds.cores_lp,
+        "cores_needed": bounds.cores_needed,
+        "demand_bound_ns": bounds.demand_ns,
     }
 
 
@@ -158,9 +175,37 @@ def render_quantization(details: Sequence[PartitionDetails]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_packing_bounds(bounds: Sequence[PackingBounds]) -> str:
+    """The packing audit's second table: each stage's lower bounds on cores and demand."""
+    lines = [
+        "| instance | cores | weights | cores L1 | cores L2 | cores DFF | cores LP "
+        "| cores needed | demand bound ns |",
+        "|" + "---|" * 9,
+    ]
+    for b in bounds:
+        cells = [
+            b.instance,
+            b.cores,
+            b.weights,
+            b.cores_l1,
+            b.cores_l2,
+            b.cores_dff,
+            b.cores_lp,
+            b.cores_needed,
+            b.demand_ns,
+        ]
+        lines.append("| " + " | ".join("—" if c is None else str(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def verify_markdown(report: VerifyReport) -> str:
-    """The ``verify`` report in Markdown: the audit table, the partition table, the settings."""
-    extra = "\n" + render_quantization(report.details) if report.settings.mode == "pipeline" else ""
+    """The ``verify`` report in Markdown: the audit table, the partition or stage-bounds
+    table, the settings."""
+    extra = ""
+    if report.settings.mode == "pipeline":
+        extra = "\n" + render_quantization(report.details)
+    elif report.settings.mode == "packing":
+        extra = "\n" + render_packing_bounds(report.packing_bounds)
     return render_markdown(list(report.records)) + extra + "\n" + report.settings.describe() + "\n"
 
 
@@ -169,6 +214,8 @@ def verify_json(report: VerifyReport) -> dict[str, object]:
     document: dict[str, object] = dict(to_json(list(report.records)))
     if report.settings.mode == "pipeline":
         document["partition_details"] = [details_json(d) for d in report.details]
+    elif report.settings.mode == "packing":
+        document["packing_bounds"] = [packing_bounds_json(b) for b in report.packing_bounds]
     document["settings"] = report.settings.to_json()
     document["warnings"] = list(report.warnings)
     return document

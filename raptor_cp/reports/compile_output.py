@@ -129,3 +129,18 @@ def _write_pipeline(result: PipelineResult, out: Path) -> list[str]:
             (staging / REPORT_DIR / PERIODIC_REPORT).write_text(periodic, encoding="utf-8")
             files.append(f"{REPORT_DIR}/{PERIODIC_REPORT}")
     return files
+
+
+def write_selection_failure(result: PipelineResult, out: Path) -> Path:
+    """When the backend rejected every candidate: ``pipeline_selection.json`` with the attempts.
+
+    It goes to ``<out>.failed``, as a failed admission's diagnostic does. Returns its path.
+    """
+    from raptor_cp.reports.pipeline_selection import selection_document
+
+    failed = failed_output(out)
+    with staged_directory(failed, OUTPUT_FILES) as staging:
+        (staging / REPORT_DIR).mkdir()
+        selection = dumps(selection_document(result))
+        (staging / REPORT_DIR / SELECTION_REPORT).write_text(selection, encoding="utf-8")
+    return failed / REPORT_DIR / SELECTION_REPORT

@@ -72,6 +72,16 @@ def periodic_document(
         "recurrence": _recurrence(events, analysis.recurrence),
         "cross_check": _cross_check(events, analysis),
         "generation_span_ns": analysis.generation_span_ns,
+        "single_pass": (
+            {
+                "latency_ns": None,
+                "alternative_tie_latency_ns": None,
+                "reason": DEADLOCK_REASON,
+                "unqueued_ns": None,
+            }
+            if analysis.single_pass is None
+            else analysis.single_pass.to_json()
+        ),
         "core_work_ns": {str(c): ns for c, ns in analysis.core_work_ns.items()},
         "busiest_core": analysis.busiest_core,
         "memory_service": {

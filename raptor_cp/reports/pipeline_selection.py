@@ -138,7 +138,7 @@ def selection_document(result: PipelineResult) -> dict[str, object]:
         "search_parents": [],
         "recurrence_contributions": None,
         "attempts": [{"candidate": 0, "result": "selected"}],
-        "backend_attempts": [],
+        "backend_attempts": [a.to_json() for a in result.backend_attempts],
         "termination": TERMINATION,
         "queue_budget": {
             "queue_evaluations": QUEUE_EVALUATIONS,

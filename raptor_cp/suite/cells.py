@@ -11,7 +11,7 @@ is a function of the inputs.
 
 Row fields, whatever the mode: ``cell``, ``study``, ``mode``, ``workload``,
 ``target``, ``variant``, ``solver``, ``part`` (an audit record's instance),
-``size`` (tasks, items or arcs), ``cores``, ``objective`` and ``unit``,
+``size`` (tasks, items or arcs), ``cores``, ``objective`` and ``unit`` (ns, bins, ratio),
 ``bound`` (the best proved lower bound), ``gap`` (``(objective - bound) /
 objective``), ``status``, ``reference`` and ``reference_optimal`` with
 ``gap_vs_reference``, ``wall_s``, ``deterministic_time``, ``details`` (mode
@@ -26,7 +26,7 @@ from typing import Any
 
 from raptor_cp.errors import RaptorError
 from raptor_cp.problems import Status, relative_gap
-from raptor_cp.suite.spec import EXAMPLE, Cell
+from raptor_cp.suite.spec import EXAMPLE, EXTERNAL, Cell
 
 Row = dict[str, Any]
 
@@ -82,7 +82,7 @@ def _base(cell: Cell) -> Row:
         "workload": cell.workload,
         "target": cell.target,
         "variant": cell.variant.label,
-        "solver": cell.variant.method,
+        "solver": cell.variant.label if cell.variant.method == EXTERNAL else cell.variant.method,
         "part": None,
         "size": None,
         "cores": None,
@@ -111,6 +111,8 @@ def _latency(cell: Cell, path: str, artifacts: dict[str, bytes]) -> list[Row]:
     from raptor_cp.flows import compile_latency, prepare
 
     prepared = prepare(path, cell.target, lanes=cell.lanes, bits=cell.bits)
+    if cell.variant.method == EXTERNAL:
+        return _external_latency(cell, prepared)
     settings = dict(cell.variant.settings)
     polish = settings.pop("polish", None)
     began = time.perf_counter()
@@ -138,6 +140,41 @@ def _latency(cell: Cell, path: str, artifacts: dict[str, bytes]) -> list[Row]:
                 "cores_used": int(result.evaluation.cores_used),
                 **{key: facts[key] for key in ("winner", "polish") if key in facts},
             },
+        }
+    ]
+
+
+def _external_latency(cell: Cell, prepared: Any) -> list[Row]:
+    """A scheduler outside raptor-cp on the same problem, re-timed and checked
+    (`raptor_cp.suite.external`); ``wall_s`` is the time the program reports for its
+    own scheduling when it does (its start-up and the instance's parsing excluded)."""
+    from pathlib import Path
+
+    from raptor_cp.bounds import lower_bounds
+    from raptor_cp.problems import LatencyProblem
+    from raptor_cp.suite.external import ExternalScheduler
+
+    settings = dict(cell.variant.settings)
+    problem = LatencyProblem(prepared.graph, prepared.target)
+    scheduler = ExternalScheduler(
+        label=cell.variant.label,
+        command=tuple(settings["command"]),
+        cwd=Path(settings["cwd"]),
+        timeout_s=float(settings["timeout_s"]),
+    )
+    solution = scheduler.solve(problem)
+    bound = lower_bounds(problem.graph, problem.target).makespan_ns
+    assert solution.schedule is not None and solution.objective is not None
+    return [
+        {
+            "size": problem.graph.num_tasks,
+            "cores": problem.target.cores,
+            "objective": solution.objective,
+            "unit": "ns",
+            "bound": bound,
+            "status": _status(solution.objective, bound, solution.status),
+            "wall_s": solution.wall_s,
+            "details": {"cores_used": sum(1 for order in solution.schedule.core_order if order)},
         }
     ]
 
@@ -280,6 +317,55 @@ def _audit_status(record: Any) -> str:
     return Status.OPTIMAL.value if objective <= record.best_bound else Status.FEASIBLE.value
 
 
+def _packing(cell: Cell, path: str, artifacts: dict[str, bytes]) -> list[Row]:
+    """Bin packing: each instance of a BPPLIB or OR-Library file as a `FewestCoresProblem`.
+
+    One row per instance (``part`` names it when the file holds several), solved by
+    the registered method and checked; ``bound`` is the strongest proved lower bound:
+    L1, L2, the DFF bound (`raptor_cp.heuristics.packing_bounds`), the rounded
+    arc-flow LP bound (`raptor_cp.models.arc_flow`) and the solver's own.
+    """
+    from raptor_cp.heuristics.packing_bounds import bin_bounds
+    from raptor_cp.models.arc_flow import arc_flow_graph, arc_flow_lp_bound
+    from raptor_cp.problems import FewestCoresProblem, check
+    from raptor_cp.solvers import solve
+    from raptor_cp.workload.bpp_reader import read_bin_packing
+
+    instances = read_bin_packing(path)
+    rows = []
+    for instance in instances:
+        problem = FewestCoresProblem.bin_packing(instance.sizes, instance.capacity, instance.name)
+        began = time.perf_counter()
+        solution = solve(problem, cell.variant.method, **dict(cell.variant.settings))
+        wall = time.perf_counter() - began
+        check(problem, solution)
+        bounds = bin_bounds(instance.sizes, instance.capacity)
+        lp = arc_flow_lp_bound(arc_flow_graph(instance.sizes, instance.capacity))
+        bound = max(bounds.best, lp or 0, solution.bound or 0)
+        rows.append(
+            {
+                "part": instance.name if len(instances) > 1 else None,
+                "size": len(instance.sizes),
+                "objective": solution.objective,
+                "unit": "bins",
+                "bound": bound,
+                "status": _status(solution.objective, bound, solution.status),
+                "wall_s": wall,
+                "deterministic_time": solution.details.get("deterministic_time"),
+                "details": {
+                    "capacity": instance.capacity,
+                    "l1": bounds.l1,
+                    "l2": bounds.l2,
+                    "dff": bounds.dff,
+                    "lp": lp,
+                    "solver_bound": solution.bound,
+                    "solver_status": solution.status.value,
+                },
+            }
+        )
+    return rows
+
+
 def _cycle_ratio(cell: Cell, path: str, artifacts: dict[str, bytes]) -> list[Row]:
     from pathlib import Path
 
@@ -313,5 +399,6 @@ _RUNNERS = {
     "pipeline": _pipeline,
     "exchange": _exchange,
     "audit": _audit,
+    "packing": _packing,
     "cycle-ratio": _cycle_ratio,
 }

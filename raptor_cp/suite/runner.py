@@ -168,10 +168,22 @@ def _reference_table(study: Study) -> dict[tuple[str, int | None], tuple[float, 
 def _with_reference(
     row: Row, cell: Cell, table: dict[tuple[str, int | None], tuple[float, bool]]
 ) -> Row:
-    """``row`` with the published value of its workload (and core count), when known."""
+    """``row`` with the published value of its workload (and core count), when known.
+
+    A row of one instance of a multi-instance file (its ``part``) is looked up as
+    ``PATH#PART`` first (`raptor_cp.suite.spec.References.table`).
+    """
     if cell.reference is None or row.get("objective") is None:
         return row
-    entry = table.get((cell.reference, row.get("cores"))) or table.get((cell.reference, None))
+    keys = [cell.reference]
+    if row.get("part") is not None:
+        keys.insert(0, f"{cell.reference}#{row['part']}")
+    cores = row.get("cores")
+    entry = None
+    for key in keys:
+        entry = table.get((key, cores)) or table.get((key, None))
+        if entry is not None:
+            break
     if entry is None:
         return row
     value, proved = entry

@@ -10,7 +10,7 @@ documents the format; in short::
     name = "quick"
     [[study]]
     name = "latency"
-    mode = "latency"            # latency, pipeline, exchange, audit, cycle-ratio
+    mode = "latency"            # latency, pipeline, exchange, audit, packing, cycle-ratio
     workloads = ["@example", "models/lenet5.onnx", "glob:stg/*.stg"]   # relative paths
     targets = ["arch-a", "generic:4"]
     solvers = ["auto", "heft", { method = "auto", polish = 1 },
@@ -38,11 +38,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-MODES = ("latency", "pipeline", "exchange", "audit", "cycle-ratio")
+MODES = ("latency", "pipeline", "exchange", "audit", "packing", "cycle-ratio")
 """What a study's cells do (docs/reports.md): latency scheduling, pipeline selection,
-IPU exchange admission, a ``verify`` audit, maximum cycle ratio."""
+IPU exchange admission, a ``verify`` audit, bin packing (fewest cores), maximum cycle ratio."""
 EXAMPLE = "@example"
 """The bundled ResNet-18 as a workload."""
+EXTERNAL = "external"
+"""The method of a latency scheduler outside raptor-cp (`raptor_cp.suite.external`)."""
 
 _STUDY_KEYS = {
     "name": str,
@@ -66,7 +68,10 @@ _REFERENCE_KEYS = {
     "value": str,
     "status": str,
     "optimal": str,
+    "match": str,
 }
+MATCHES = ("exact", "suffix")
+"""How workload keys meet the reference column (`References.match`)."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,9 @@ class Variant:
 
     @property
     def label(self) -> str:
-        """A short, unique name of the variant within its study."""
+        """A short, unique name of the variant within its study (an external solver's name)."""
+        if self.method == EXTERNAL:
+            return str(dict(self.settings)["name"])
         parts = [self.method]
         if self.depth is not None:
             parts.append(f"depth {self.depth}")
@@ -107,12 +114,19 @@ class References:
     status: str | None = None
     """Column saying whether the value is proved optimal; ``optimal`` is that column's word."""
     optimal: str = "optimal"
+    match: str = "exact"
+    """``exact``: the column holds the workload paths relative to ``root``. ``suffix``: it
+    may hold longer paths (e.g. the source's own folder layout, as BPPLIB's tables), and
+    a workload also matches the one row whose path ends with its own (``/``-separated
+    components; a suffix shared by two rows matches none)."""
 
     def table(self) -> dict[tuple[str, int | None], tuple[float, bool]]:
         """``(relative path, cores) -> (value, proved optimal)``.
 
         Values are read exactly (``"15065/139"`` is a fraction) and kept as
-        integers when integral.
+        integers when integral. A workload file holding several instances (an
+        OR-Library bin-packing file) names each as ``PATH#INSTANCE``, BPPLIB's
+        convention; rows of a cell are looked up under that key first.
         """
         import csv
         from fractions import Fraction
@@ -131,7 +145,21 @@ class References:
                 raise InvalidInputError(f"{self.file}: line {number}: {error}") from None
             proved = self.status is None or row.get(self.status) == self.optimal
             table[(key, cores)] = (value, proved)
+        if self.match == "suffix":
+            table.update(_suffixes(table))
         return table
+
+
+def _suffixes(
+    table: dict[tuple[str, int | None], tuple[float, bool]],
+) -> dict[tuple[str, int | None], tuple[float, bool]]:
+    """Every proper ``/``-suffix of the table's paths that only one row has and no row is."""
+    found: dict[tuple[str, int | None], list[tuple[float, bool]]] = {}
+    for (key, cores), entry in table.items():
+        parts = key.split("/")
+        for i in range(1, len(parts)):
+            found.setdefault(("/".join(parts[i:]), cores), []).append(entry)
+    return {k: v[0] for k, v in found.items() if len(v) == 1 and k not in table}
 
 
 @dataclass(frozen=True)
@@ -285,7 +313,7 @@ def _study(entry: Any, index: int, file: Path, base: Path) -> Study:
         mode=mode,
         workloads=workloads,
         targets=tuple(targets),
-        variants=_variants(entry, mode, where),
+        variants=_variants(entry, mode, base, where),
         lanes=_lanes(entry.get("lanes"), where),
         bits=entry.get("bits"),
         references=references,
@@ -332,7 +360,7 @@ def _name(path: Path, base: Path) -> str:
     return Path(os.path.relpath(path, base)).as_posix()
 
 
-def _variants(entry: dict[str, Any], mode: str, where: str) -> tuple[Variant, ...]:
+def _variants(entry: dict[str, Any], mode: str, base: Path, where: str) -> tuple[Variant, ...]:
     """The study's columns: solvers, or depths (pipeline), budgets (exchange), audits."""
     if mode == "pipeline":
         depths = entry.get("depths", [4])
@@ -349,7 +377,43 @@ def _variants(entry: dict[str, Any], mode: str, where: str) -> tuple[Variant, ..
         audits = entry.get("audits", ["latency"])
         return tuple(_variant(a, where) for a in audits)
     default = {"latency": "auto", "packing": "fewest-cores", "cycle-ratio": "howard"}[mode]
-    return tuple(_variant(s, where) for s in entry.get("solvers", [default]))
+    solvers = entry.get("solvers", [default])
+    if mode == "latency":
+        return tuple(
+            _external(s, base, where) if _is_external(s) else _variant(s, where) for s in solvers
+        )
+    if any(_is_external(s) for s in solvers):
+        raise InvalidInputError(f"{where}: external solvers run in latency studies only")
+    return tuple(_variant(s, where) for s in solvers)
+
+
+def _is_external(spec: Any) -> bool:
+    return isinstance(spec, dict) and spec.get("method") == EXTERNAL
+
+
+def _external(spec: dict[str, Any], base: Path, where: str) -> Variant:
+    """``{ method = "external", name = "saga-heft", command = [...], timeout = 600 }``.
+
+    The command runs with the suite's folder as working directory
+    (`raptor_cp.suite.external`); ``name`` is the column's label.
+    """
+    unknown = set(spec) - {"method", "name", "command", "timeout"}
+    if unknown:
+        raise InvalidInputError(f"{where}: external solver: unknown key {sorted(unknown)[0]!r}")
+    name, command = spec.get("name"), spec.get("command")
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError(f"{where}: an external solver needs a 'name'")
+    if not command or not isinstance(command, list) or not all(isinstance(c, str) for c in command):
+        raise InvalidInputError(
+            f"{where}: external solver {name!r}: command must be a list of strings"
+        )
+    timeout = spec.get("timeout", 600)
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise InvalidInputError(
+            f"{where}: external solver {name!r}: timeout must be positive seconds"
+        )
+    settings = {"name": name, "command": tuple(command), "cwd": str(base), "timeout_s": timeout}
+    return Variant(EXTERNAL, tuple(sorted(settings.items())))
 
 
 def _variant(spec: Any, where: str) -> Variant:
@@ -376,6 +440,10 @@ def _references(entry: dict[str, Any], base: Path, where: str) -> References:
     for key in ("file", "instance", "value"):
         if key not in entry:
             raise InvalidInputError(f"{where}: references needs {key!r}")
+    if entry.get("match", "exact") not in MATCHES:
+        raise InvalidInputError(
+            f"{where}: references.match must be one of {', '.join(MATCHES)}, not {entry['match']!r}"
+        )
     file = base / entry["file"]
     if not file.is_file():
         raise InvalidInputError(f"{where}: references file {entry['file']!r} not found")
@@ -387,4 +455,5 @@ def _references(entry: dict[str, Any], base: Path, where: str) -> References:
         cores=entry.get("cores"),
         status=entry.get("status"),
         optimal=entry.get("optimal", "optimal"),
+        match=entry.get("match", "exact"),
     )

@@ -285,6 +285,7 @@ class _Lowering:
         self.task_weights: list[tuple[int, ...]] = []
         self.output_bits: list[int] = []
         self.payload_bits: list[int] = []
+        self.work: list[Work] = []
         self.operation_names: list[str] = []
         self.operation_types: list[str] = []
         self.weight_ids: dict[str, int] = {}
@@ -322,6 +323,7 @@ class _Lowering:
         self.names.append(name)
         self.cost.append(self.price(work))
         self.nominal.append(self.cost[-1] if nominal is None else self.price(nominal))
+        self.work.append(work)
         self.operation.append(len(self.operation_names) - 1)
         self.lane.append(lane)
         self.task_weights.append(weights)
@@ -614,4 +616,5 @@ class _Lowering:
                 np.asarray([m[1] for m in memory], dtype=np.int64),
                 np.asarray([m[2] for m in memory], dtype=bool),
             ),
+            work=tuple(self.work),
         )

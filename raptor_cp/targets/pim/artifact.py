@@ -1,35 +1,45 @@
 """pimsim-nn instruction artifacts: read them as per-core step programs, priced by the chip.
 
-Two layouts (COST_MODEL.md, "Instruction files"; HEAPLab pimsim-nn f7446df,
-``Chip::initializeCores`` and ``Chip::initializeCoresFromDirectory``):
+Layouts, accepted as the HEAPLab fork f7446df accepts them (its ``Chip`` loader;
+/work/notes/pimsim-nn.md section 4.1):
 
 * a single JSON file ``{"config": {"core_cnt": N, "array_group_map": {"coreI":
-  [crossbars per array group]}}, "coreI": [instruction, ...]}`` -- a core
-  without a key is idle;
+  [crossbars per array group]}}, "coreI": [instruction, ...]}``, plain or gzip
+  (detected by content, whatever the name); a core without a key is idle;
 * a directory with ``config.json`` (the same ``config`` object) and one file per
-  core ``0..core_cnt-1``: ``core_<id>.json`` (a JSON array of instructions) or
-  ``core_<id>.pim`` (binary: magic ``PIMB``, u32 version 1, u32 count, then
-  20-byte little-endian records ``u8 opcode, u8 rd, u8 r1, u8 flags, i32
-  r2_or_imm, i32 generic1, i32 generic2, i32 generic3``). Every file whose name
-  starts with ``core_`` must match ``core_<id>.json|pim``.
+  core ``0..core_cnt-1``: ``core_<id>.json`` (a plain JSON array; the simulator
+  does not accept gzip here) or ``core_<id>.pim`` (binary, `raptor_cp.targets.pim.isa`);
+  ``.pim`` wins when both exist, as in the simulator. Every other file whose name
+  starts with ``core_`` is an error.
 
-We are stricter than the simulator where it would silently ignore data: a
-``coreI`` key or map entry beyond ``core_cnt`` is an error, and so are trailing
-bytes in a ``.pim`` file. Every problem raises `InvalidInputError` with one line
-naming the file and the field or instruction.
+Numbers in instruction fields may be integral floats (``0.0``): the simulator
+reads them with ``get<int>()``. We are stricter than the simulator where it
+would silently truncate or ignore data: a non-integral value, a value outside
+32 bits, a ``coreI`` key or map entry beyond ``core_cnt`` and trailing bytes in
+a ``.pim`` file are errors; so is ``nop``, which crashes the simulator. Only the
+fields the timing model reads are decoded and checked (`TIMING_FIELDS`); the
+others, like ``offset``, are ignored as unknown keys are. Every problem raises
+`InvalidInputError` with one line naming the file and the instruction.
 
-`PimInstructionFrontend`, a `PimTarget`'s `InstructionFrontend` capability
-(`PimTarget.instruction_frontend`), turns the instruction streams into
-per-core `Step` lists (`raptor_cp.periodic.steps`) priced by the target, which
-`raptor_cp.periodic.events.build_events` realizes as the event graph. Each
-file is one physical core's whole work (lanes and loop iterations already
-emitted); nothing is expanded. With ROB capacity one every instruction runs
-after the previous one completes (scheduling.md, "Post-codegen instruction
-diagnostic"):
+Streaming. The seeds' post-codegen diagnostic builds in ``O(N + (F + S) log(F +
+S))`` time and ``O(F + S + P)`` space for ``N`` instructions, ``F`` transfers,
+``S`` signals and ``P`` cores, one instruction file at a time. Here a JSON file
+is parsed in chunks (`raptor_cp.targets.pim.json_stream`), a ``.pim`` file is
+memory-mapped, and each core's instructions are held column-wise
+(`CoreProgram`) only until they are turned into steps. When a single-file
+artifact lists cores before its ``config``, those cores wait column-wise for it
+(raptor-cp and PIMCOMP-NN write ``config`` first).
 
-* ``nop``, scalar ops and ``setbw`` cost one core clock each (serial scalar
-  issue); with ``model_issue=False`` (``--no-model-issue``) they cost nothing,
-  while SYNC keeps its instruction-defined clock;
+`PimInstructionFrontend`, a `PimTarget`'s `InstructionFrontend` capability,
+turns each core's stream into `Step` lists (`raptor_cp.periodic.steps`) priced by
+the target, which `raptor_cp.periodic.events.build_events` realizes. Each file
+is one physical core's whole work; nothing is expanded. With ROB capacity one
+every instruction runs after the previous one completes (scheduling.md,
+"Post-codegen instruction diagnostic"):
+
+* scalar ops and ``setbw`` cost one core clock each (serial scalar issue);
+  with ``model_issue=False`` (``--no-model-issue``) they cost nothing, while
+  SYNC keeps its instruction-defined clock;
 * widths follow the oracle (pimsim-nn ``InstDecode``, ``VectorUnit::process``,
   ``ArrayGroup::th_processMVM``): ``setbw`` sets the input and output widths
   (``ibiw``, ``obiw``; 0 bits before the first ``setbw``, so vector ops there
@@ -42,43 +52,83 @@ diagnostic"):
   fetch (scheduling.md, "Default throughput selection"), so its inputs and
   the surrounding instructions keep their costs and it adds none. pimsim-nn
   f7446df in fact *rejects* ``vsoftmax`` (exit 1; ``isa/Instruction.h``), so an
-  emitter has to drop it; the report's effects say so;
+  emitter has to drop it (`raptor_cp.emit` never writes it); the report's
+  effects say so;
 * ``lldi`` is a local write of ``len`` bytes, ``lmv`` a local read and write;
 * ``ld``/``st``/``send``/``recv``/``sync``/``wait`` become `Load`, `Store`,
-  `Send`, `Recv`, `Signal`, `Wait` steps.
+  `Send`, `Recv`, `Signal`, `Wait` steps; the local work between two of them is
+  one `Compute` step.
 """
 
 from __future__ import annotations
 
+import gzip
 import re
-import struct
-from dataclasses import dataclass, fields
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
 
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.files import excerpt, read_json
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 from raptor_cp.reports.output import count as plural
 from raptor_cp.targets.base import InstructionPrograms, MatrixWork, VectorWork
+from raptor_cp.targets.pim.isa import (
+    CODE,
+    COLUMN,
+    FIELDS,
+    HEADER_DTYPE,
+    INT32,
+    LD,
+    LLDI,
+    LMV,
+    MVMUL,
+    NOP,
+    OPCODES,
+    PIM_MAGIC,
+    PIM_VERSION,
+    RECORD_DTYPE,
+    RECV,
+    SCALAR,
+    SEND,
+    SETBW,
+    ST,
+    SYNC,
+    TWO_OPERANDS,
+    VECTOR,
+    VSOFTMAX,
+    WAIT,
+    WIDENING,
+    CoreProgram,
+    concatenate,
+    decode_records,
+)
 
 if TYPE_CHECKING:
     from raptor_cp.targets.pim.target import PimTarget
 
-OPCODES = (
-    "nop", "sldi", "sld", "sadd", "ssub", "smul", "saddi", "smuli", "setbw", "mvmul",
-    "vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll", "vvsra", "vavg", "vrelu",
-    "vtanh", "vsigm", "vsoftmax", "vmv", "vrsu", "vrsl", "ld", "st", "lldi", "lmv",
-    "send", "recv", "wait", "sync",
-)  # fmt: skip
-"""Opcode names by binary opcode number."""
-UNTIMED = frozenset({"vsoftmax"})
-"""Ops the queue model gives no timed work (module docstring)."""
-SCALAR = frozenset({"nop", "sldi", "sld", "sadd", "ssub", "smul", "saddi", "smuli", "setbw"})
-VECTOR = frozenset(OPCODES[10:25]) - UNTIMED
-TWO_OPERANDS = frozenset({"vvadd", "vvsub", "vvmul", "vvdmul", "vvmax", "vvsll", "vvsra"})
-WIDENING = frozenset({"vvmul", "vvsll", "vvsra", "vtanh", "vsigm", "vrsu", "vrsl"})
-"""Vector ops that write ``len × ceil(obiw/8)`` (``VectorUnit::inst_use_output_byte``)."""
+REJECTED = {NOP: "nop crashes pimsim-nn (it enters the reorder buffer with no unit)"}
+"""Opcodes the simulator cannot run, with the reason."""
+TIMING_FIELDS: dict[str, frozenset[int]] = {
+    "ibiw": frozenset({SETBW}),
+    "obiw": frozenset({SETBW}),
+    "group": frozenset({MVMUL}),
+    "mbiw": frozenset({MVMUL}),
+    "len": VECTOR | {LLDI, LMV},
+    "size": frozenset({LD, ST, SEND, RECV}),
+    "core": frozenset({SEND, RECV, SYNC}),
+    "event_register": frozenset({SYNC, WAIT}),
+    "wait_value": frozenset({WAIT}),
+}
+"""The fields the timing model reads, and the ops it reads them for."""
+NON_NEGATIVE = frozenset({"len", "size"})
+SAFE_NS = 2**40
+"""Largest per-instruction price summed in 64-bit integers (a million of them fit)."""
 SOFTMAX_EFFECT = (
     "vsoftmax is given no timed work, as the seeds say pimsim-nn omits it before fetch; "
     "pimsim-nn f7446df actually rejects vsoftmax (exit 1), so an emitter must drop it"
@@ -89,32 +139,19 @@ NO_ISSUE_EFFECT = (
 )
 _CORE_FILE = re.compile(r"core_([0-9]+)\.(json|pim)")
 _CORE_KEY = re.compile(r"core([0-9]+)")
-_RECORD = struct.Struct("<BBBBiiii")
-_HEADER = struct.Struct("<4sII")
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True)
-class Instruction:
-    """One instruction; fields the op does not use stay 0."""
+class ArtifactConfig:
+    """The ``config`` object of an artifact."""
 
-    op: str
-    rd: int = 0
-    rs1: int = 0
-    rs2: int = 0
-    imm: int = 0
-    len: int = 0
-    size: int = 0
-    core: int = 0
-    group: int = 0
-    mbiw: int = 0
-    relu: int = 0
-    ibiw: int = 0
-    obiw: int = 0
-    event_register: int = 0
-    wait_value: int = 0
-
-
-_INT_FIELDS = tuple(f.name for f in fields(Instruction) if f.name != "op")
+    source: str
+    """Where the config was read (for messages)."""
+    prefix: str
+    """How messages name the object's fields: ``config.`` in a single file, else empty."""
+    core_cnt: int
+    array_group_map: dict[int, tuple[int, ...]]
 
 
 @dataclass(frozen=True)
@@ -122,87 +159,316 @@ class Artifact:
     """A loaded artifact: ``cores`` maps each core with instructions (or an empty file)."""
 
     source: str
-    core_cnt: int
-    array_group_map: dict[int, tuple[int, ...]]
-    cores: dict[int, tuple[Instruction, ...]]
+    config: ArtifactConfig
+    cores: dict[int, CoreProgram]
+
+    @property
+    def core_cnt(self) -> int:
+        return self.config.core_cnt
+
+    @property
+    def array_group_map(self) -> dict[int, tuple[int, ...]]:
+        return self.config.array_group_map
 
     @property
     def num_instructions(self) -> int:
-        return sum(len(stream) for stream in self.cores.values())
+        return sum(len(program) for program in self.cores.values())
+
+
+@dataclass(frozen=True)
+class _CoreItem:
+    """One core's stream as it is read."""
+
+    core: int
+    program: CoreProgram
 
 
 def load_artifact(path: str | Path) -> Artifact:
-    """Read a single-file JSON artifact or a per-core directory (module docstring)."""
-    path = Path(path)
+    """Read a whole artifact (module docstring); the cores are held column-wise."""
+    source = str(path)
+    config: ArtifactConfig | None = None
+    cores: dict[int, CoreProgram] = {}
+    for item in _read(Path(path)):
+        if isinstance(item, ArtifactConfig):
+            config = item
+        else:
+            cores[item.core] = item.program
+    assert config is not None  # _read raises when there is none
+    for core, program in cores.items():
+        _check_groups(program, config, core)
+    return Artifact(source, config, dict(sorted(cores.items())))
+
+
+def _read(path: Path) -> Iterator[ArtifactConfig | _CoreItem]:
+    """The artifact's config and core streams in file order (the config at least once)."""
     if path.is_dir():
-        return _load_directory(path)
+        yield from _read_directory(path)
+        return
     if not path.exists():
         raise InvalidInputError(f"{path}: no such file or directory")
-    data = read_json(path)
-    if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
-        raise InvalidInputError(
-            f"{path}: config: missing; a single-file artifact is an object with "
-            '"config": {"core_cnt", "array_group_map"} and "core<id>" instruction arrays'
-        )
+    yield from _read_single(path)
+
+
+# -- single file ---------------------------------------------------------------
+
+
+@contextmanager
+def _open_text(path: Path, allow_gzip: bool) -> Iterator[TextIO]:
+    """``path`` as UTF-8 text, decompressed when its content is gzip."""
+    try:
+        with path.open("rb") as probe:
+            compressed = probe.read(2) == _GZIP_MAGIC
+        if compressed and not allow_gzip:
+            raise InvalidInputError(
+                f"{path}: gzip is accepted only for a single-file artifact (as in pimsim-nn)"
+            )
+        if compressed:
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                yield handle
+        else:
+            with path.open(encoding="utf-8") as handle:
+                yield handle
+    except (gzip.BadGzipFile, zlib.error, EOFError) as exc:
+        raise InvalidInputError(f"{path}: not a valid gzip file ({exc})") from None
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _read_single(path: Path) -> Iterator[ArtifactConfig | _CoreItem]:
+    from raptor_cp.targets.pim.json_stream import JsonStream
+
     source = str(path)
-    core_cnt = _core_count(data["config"], source, "config.")
-    cores: dict[int, tuple[Instruction, ...]] = {}
-    for key, value in data.items():
-        if key == "config":
-            continue
-        core = _core_id(_CORE_KEY, key, core_cnt, f"{source}: {key}")
-        if not isinstance(value, list):
-            raise InvalidInputError(f"{source}: {key}: expected an array of instructions")
-        cores[core] = tuple(
-            _json_instruction(item, f"{source}: {key}[{i}]") for i, item in enumerate(value)
-        )
-    groups = _group_map(data["config"], cores, core_cnt, source, "config.")
-    return Artifact(source, core_cnt, groups, dict(sorted(cores.items())))
+    seen: set[str] = set()
+    config: ArtifactConfig | None = None
+    with _open_text(path, allow_gzip=True) as handle:
+        stream = JsonStream(handle, source)
+        if stream.peek() != "{":
+            raise _no_config(source)
+        stream.expect("{")
+        if stream.peek() == "}":
+            raise _no_config(source)
+        while True:
+            key = stream.value()
+            if not isinstance(key, str):
+                raise InvalidInputError(f"{source}: expected an object key, got {excerpt(key)}")
+            if key in seen:
+                raise InvalidInputError(f"{source}: {key}: appears twice")
+            seen.add(key)
+            stream.expect(":")
+            if key == "config":
+                value = stream.value()
+                if not isinstance(value, dict):
+                    raise _no_config(source)
+                config = _config(value, source, "config.")
+                for seen_key in sorted(seen - {"config"}):
+                    _core_id(_CORE_KEY, seen_key, config.core_cnt, f"{source}: {seen_key}")
+                yield config
+            else:
+                match = _CORE_KEY.fullmatch(key)
+                if match is None:
+                    raise InvalidInputError(
+                        f"{source}: {key}: unexpected key; expected core<id> or config"
+                    )
+                if stream.peek() != "[":
+                    stream.value()
+                    raise InvalidInputError(f"{source}: {key}: expected an array of instructions")
+                if config is not None:
+                    _core_id(_CORE_KEY, key, config.core_cnt, f"{source}: {key}")
+                where = f"{source}: {key}"
+                program = _json_program(stream.array_chunks(), lambda i, w=where: f"{w}[{i}]")
+                yield _CoreItem(int(match.group(1)), program)
+            if stream.expect(",}") == "}":
+                break
+        if not stream.at_end():
+            raise InvalidInputError(f"{source}: extra data after the artifact object")
+    if config is None:
+        raise _no_config(source)
 
 
-def _load_directory(directory: Path) -> Artifact:
+def _no_config(source: str) -> InvalidInputError:
+    return InvalidInputError(
+        f"{source}: config: missing; a single-file artifact is an object with "
+        '"config": {"core_cnt", "array_group_map"} and "core<id>" instruction arrays'
+    )
+
+
+# -- directory -------------------------------------------------------------------
+
+
+def _read_directory(directory: Path) -> Iterator[ArtifactConfig | _CoreItem]:
     config_path = directory / "config.json"
     if not config_path.is_file():
         raise InvalidInputError(f"{directory}: missing config.json (core_cnt, array_group_map)")
-    config = read_json(config_path)
-    if not isinstance(config, dict):
+    data = read_json(config_path)
+    if not isinstance(data, dict):
         raise InvalidInputError(
             f"{config_path}: expected an object with core_cnt and array_group_map"
         )
-    core_cnt = _core_count(config, str(config_path), "")
+    config = _config(data, str(config_path), "")
+    yield config
     files: dict[int, Path] = {}
     for entry in sorted(directory.iterdir()):
         if not entry.name.startswith("core_") or not entry.is_file():
             continue
-        match = _CORE_FILE.fullmatch(entry.name)
-        if match is None:
+        if _CORE_FILE.fullmatch(entry.name) is None:
             raise InvalidInputError(
                 f"{directory}: malformed per-core instruction file name '{entry.name}'; "
                 "expected core_<id>.json or core_<id>.pim"
             )
-        core = _core_id(_CORE_FILE, entry.name, core_cnt, str(entry))
-        if core in files:
-            raise InvalidInputError(
-                f"{directory}: core {core} has two instruction files: "
-                f"{files[core].name} and {entry.name}"
-            )
-        files[core] = entry
-    for core in range(core_cnt):
+        core = _core_id(_CORE_FILE, entry.name, config.core_cnt, str(entry))
+        if core not in files or entry.suffix == ".pim":
+            files[core] = entry  # the simulator prefers core_<id>.pim
+    for core in range(config.core_cnt):
         if core not in files:
             raise InvalidInputError(
                 f"{directory}: missing core_{core}.json or core_{core}.pim "
-                f"(config.json sets core_cnt {core_cnt})"
+                f"(config.json sets core_cnt {config.core_cnt})"
             )
-    cores = {core: _read_core_file(files[core]) for core in range(core_cnt)}
-    groups = _group_map(config, cores, core_cnt, str(config_path), "")
-    return Artifact(str(directory), core_cnt, groups, cores)
+        yield _CoreItem(core, _read_core_file(files[core]))
+
+
+def _read_core_file(path: Path) -> CoreProgram:
+    if path.suffix == ".pim":
+        return _read_binary(path)
+    from raptor_cp.targets.pim.json_stream import JsonStream
+
+    with _open_text(path, allow_gzip=False) as handle:
+        stream = JsonStream(handle, str(path))
+        if stream.peek() != "[":
+            raise InvalidInputError(f"{path}: expected a JSON array of instructions")
+        program = _json_program(stream.array_chunks(), lambda i: f"{path}: [{i}]")
+        if not stream.at_end():
+            raise InvalidInputError(f"{path}: extra data after the instruction array")
+    return program
+
+
+def _read_binary(path: Path) -> CoreProgram:
+    """Decode a ``.pim`` file (memory-mapped; field layout: `raptor_cp.targets.pim.isa`)."""
+    size = path.stat().st_size
+    if size < HEADER_DTYPE.itemsize:
+        raise InvalidInputError(f"{path}: not a .pim file (expected the magic bytes PIMB)")
+    header = np.fromfile(path, dtype=HEADER_DTYPE, count=1)[0]
+    if bytes(header["magic"]) != PIM_MAGIC:
+        raise InvalidInputError(f"{path}: not a .pim file (expected the magic bytes PIMB)")
+    if int(header["version"]) != PIM_VERSION:
+        raise InvalidInputError(
+            f"{path}: .pim version {int(header['version'])}; only version 1 is supported"
+        )
+    count = int(header["count"])
+    expected = HEADER_DTYPE.itemsize + RECORD_DTYPE.itemsize * count
+    if size != expected:
+        raise InvalidInputError(
+            f"{path}: the header announces {plural(count, 'instruction')} ({expected} bytes), "
+            f"the file has {size} bytes"
+        )
+    if count == 0:
+        return CoreProgram.empty()
+    records = np.memmap(path, dtype=RECORD_DTYPE, mode="r", offset=HEADER_DTYPE.itemsize)
+    bad = np.flatnonzero(records["op"] >= len(OPCODES))
+    if bad.size:
+        i = int(bad[0])
+        raise InvalidInputError(
+            f"{path}: instruction {i}: unsupported opcode {int(records['op'][i])}"
+        )
+    program = decode_records(records)
+    _check_opcodes(program.op, lambda i: f"{path}: instruction {i}")
+    return program
+
+
+# -- JSON instructions ---------------------------------------------------------------
+
+
+def _json_program(chunks: Iterator[list[Any]], where: Any) -> CoreProgram:
+    """One core's JSON instructions, chunk by chunk, as a `CoreProgram`.
+
+    ``where(i)`` names instruction ``i`` in messages. Only `TIMING_FIELDS` are read.
+    """
+    parts: list[CoreProgram] = []
+    offset = 0
+    for items in chunks:
+        parts.append(_json_chunk(items, offset, where))
+        offset += len(items)
+    return concatenate(parts)
+
+
+def _json_chunk(items: list[Any], offset: int, where: Any) -> CoreProgram:
+    try:
+        codes = np.fromiter((CODE[d["op"]] for d in items), dtype=np.uint8, count=len(items))
+    except (KeyError, TypeError):
+        _raise_bad_op(items, offset, where)
+    _check_opcodes(codes, lambda i: where(offset + i))
+    values = np.zeros((len(items), len(FIELDS)), dtype=np.int64)
+    for field, ops in TIMING_FIELDS.items():
+        index = np.flatnonzero(np.isin(codes, list(ops)))
+        if index.size:
+            column = [items[i].get(field, 0) for i in index.tolist()]
+            values[index, COLUMN[field]] = _integers(column, field, index, offset, where)
+    return CoreProgram(codes, values)
+
+
+def _raise_bad_op(items: list[Any], offset: int, where: Any) -> None:
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise InvalidInputError(f"{where(offset + i)}: expected an instruction object")
+        op = item.get("op")
+        if not isinstance(op, str):
+            raise InvalidInputError(f"{where(offset + i)}: op: missing or not a string")
+        if op not in CODE:
+            raise InvalidInputError(f"{where(offset + i)}: unknown op {op!r}")
+    raise AssertionError("a chunk failed to decode but every instruction is valid")
+
+
+def _check_opcodes(codes: np.ndarray, where: Any) -> None:
+    for code, reason in REJECTED.items():
+        bad = np.flatnonzero(codes == code)
+        if bad.size:
+            raise InvalidInputError(f"{where(int(bad[0]))}: op {OPCODES[code]}: {reason}")
+
+
+def _integers(
+    column: list[Any], field: str, index: np.ndarray, offset: int, where: Any
+) -> np.ndarray:
+    """``column`` as int64, after checking it holds whole numbers within 32 bits.
+
+    Whole numbers may be written as floats; booleans count as 0 and 1, as
+    nlohmann's ``get<int>()`` reads them in pimsim-nn.
+    """
+    low = 0 if field in NON_NEGATIVE else INT32[0]
+    expected = "a non-negative 32-bit integer" if low == 0 else "a 32-bit integer"
+    array = np.array(column)
+    if array.dtype.kind == "f":
+        exact = np.isfinite(array) & (np.floor(array) == array) & (np.abs(array) < 2**62)
+        if exact.all():
+            array = array.astype(np.int64)
+    if array.dtype.kind not in "iub":
+        for j, value in enumerate(column):
+            whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+            text = excerpt(value)
+            if whole and low <= int(value) <= INT32[1]:
+                continue
+            problem = f"expected {expected}" if whole else "expected an integer"
+            raise InvalidInputError(
+                f"{where(offset + int(index[j]))}: {field}: {problem}, got {text}"
+            )
+    array = array.astype(np.int64)
+    bad = np.flatnonzero((array < low) | (array > INT32[1]))
+    if bad.size:
+        j = int(bad[0])
+        raise InvalidInputError(
+            f"{where(offset + int(index[j]))}: {field}: expected {expected}, got {int(array[j])}"
+        )
+    return array
+
+
+# -- config ----------------------------------------------------------------------------
 
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _core_count(config: dict[str, Any], source: str, prefix: str) -> int:
+def _config(config: dict[str, Any], source: str, prefix: str) -> ArtifactConfig:
+    """``core_cnt`` and ``array_group_map``; both must be JSON integers (pimsim-nn's rule)."""
     value = config.get("core_cnt")
     if value is None:
         raise InvalidInputError(f"{source}: {prefix}core_cnt: missing; expected a positive integer")
@@ -210,27 +476,7 @@ def _core_count(config: dict[str, Any], source: str, prefix: str) -> int:
         raise InvalidInputError(
             f"{source}: {prefix}core_cnt: expected a positive integer, got {excerpt(value)}"
         )
-    return value
-
-
-def _core_id(pattern: re.Pattern[str], name: str, core_cnt: int, where: str) -> int:
-    match = pattern.fullmatch(name)
-    if match is None:
-        raise InvalidInputError(f"{where}: unexpected key; expected core<id> or config")
-    core = int(match.group(1))
-    if core >= core_cnt:
-        raise InvalidInputError(f"{where}: core {core}, but core_cnt is {core_cnt}")
-    return core
-
-
-def _group_map(
-    config: dict[str, Any],
-    cores: dict[int, tuple[Instruction, ...]],
-    core_cnt: int,
-    source: str,
-    prefix: str,
-) -> dict[int, tuple[int, ...]]:
-    """Validate ``array_group_map`` and every ``mvmul``'s group against it."""
+    core_cnt = value
     field = f"{prefix}array_group_map"
     table = config.get("array_group_map")
     if table is None:
@@ -257,97 +503,43 @@ def _group_map(
                     f"got {excerpt(count)}"
                 )
         groups[core] = tuple(entry)
-    for core in cores:
-        if core not in groups:
-            raise InvalidInputError(f"{source}: {field}.core{core}: missing")
-        for i, inst in enumerate(cores[core]):
-            if inst.op == "mvmul" and not 0 <= inst.group < len(groups[core]):
-                raise InvalidInputError(
-                    f"{source}: core {core} instruction {i} (mvmul): group {inst.group} outside "
-                    f"{field}.core{core} ({plural(len(groups[core]), 'group')})"
-                )
-    return dict(sorted(groups.items()))
+    return ArtifactConfig(source, prefix, core_cnt, dict(sorted(groups.items())))
 
 
-def _json_instruction(item: object, where: str) -> Instruction:
-    if not isinstance(item, dict):
-        raise InvalidInputError(f"{where}: expected an instruction object")
-    op = item.get("op")
-    if not isinstance(op, str):
-        raise InvalidInputError(f"{where}: op: missing or not a string")
-    _check_op(op, where)
-    values: dict[str, int] = {}
-    for name in _INT_FIELDS:
-        if name in item:
-            value = item[name]
-            if not _is_int(value):
-                raise InvalidInputError(
-                    f"{where}: {name}: expected an integer, got {excerpt(value)}"
-                )
-            values[name] = value
-    return Instruction(op, **values)
+def _core_id(pattern: re.Pattern[str], name: str, core_cnt: int, where: str) -> int:
+    match = pattern.fullmatch(name)
+    if match is None:
+        raise InvalidInputError(f"{where}: unexpected key; expected core<id> or config")
+    core = int(match.group(1))
+    if core >= core_cnt:
+        raise InvalidInputError(f"{where}: core {core}, but core_cnt is {core_cnt}")
+    return core
 
 
-def _check_op(op: str, where: str) -> None:
-    if op not in OPCODES:
-        raise InvalidInputError(f"{where}: unknown op {op!r}")
-
-
-def _read_core_file(path: Path) -> tuple[Instruction, ...]:
-    if path.suffix == ".json":
-        data = read_json(path)
-        if not isinstance(data, list):
-            raise InvalidInputError(f"{path}: expected a JSON array of instructions")
-        return tuple(_json_instruction(item, f"{path}: [{i}]") for i, item in enumerate(data))
-    return _read_binary(path)
-
-
-def _read_binary(path: Path) -> tuple[Instruction, ...]:
-    """Decode a ``.pim`` file (field layout per opcode: COST_MODEL.md)."""
-    data = path.read_bytes()
-    if len(data) < _HEADER.size or data[:4] != b"PIMB":
-        raise InvalidInputError(f"{path}: not a .pim file (expected the magic bytes PIMB)")
-    _, version, count = _HEADER.unpack_from(data)
-    if version != 1:
-        raise InvalidInputError(f"{path}: .pim version {version}; only version 1 is supported")
-    expected = _HEADER.size + _RECORD.size * count
-    if len(data) != expected:
+def _check_groups(program: CoreProgram, config: ArtifactConfig, core: int) -> None:
+    """Every ``mvmul``'s group must index ``core``'s entry of ``array_group_map``."""
+    source = config.source
+    field = f"{config.prefix}array_group_map.core{core}"
+    groups = config.array_group_map.get(core)
+    if groups is None:
+        raise InvalidInputError(f"{config.source}: {field}: missing")
+    mvmul = program.op == MVMUL
+    group = program.column("group")
+    bad = np.flatnonzero(mvmul & ((group < 0) | (group >= len(groups))))
+    if bad.size:
+        i = int(bad[0])
         raise InvalidInputError(
-            f"{path}: the header announces {plural(count, 'instruction')} ({expected} bytes), "
-            f"the file has {len(data)} bytes"
+            f"{source}: core {core} instruction {i} (mvmul): group {int(group[i])} outside "
+            f"{field} ({plural(len(groups), 'group')})"
         )
-    out = []
-    for i, (code, rd, r1, _, r2, g1, g2, g3) in enumerate(
-        _RECORD.iter_unpack(data[_HEADER.size :])
-    ):
-        where = f"{path}: instruction {i}"
-        if code >= len(OPCODES):
-            raise InvalidInputError(f"{where}: unsupported opcode {code}")
-        op = OPCODES[code]
-        _check_op(op, where)
-        out.append(_decode(op, rd, r1, r2, g1, g2, g3))
-    return tuple(out)
 
 
-def _decode(op: str, rd: int, r1: int, r2: int, g1: int, g2: int, g3: int) -> Instruction:
-    if op == "setbw":
-        return Instruction(op, rd, r1, ibiw=g1, obiw=g2)
-    if op == "mvmul":
-        return Instruction(op, rd, r1, mbiw=r2, relu=g1, group=g2)
-    if op in VECTOR:
-        return Instruction(op, rd, r1, rs2=r2, len=g3)
-    if op in ("sync", "wait"):
-        return Instruction(op, rd, r1, core=r2, event_register=g1, wait_value=g2)
-    if op in ("ld", "st", "send", "recv"):
-        return Instruction(op, rd, r1, size=g3, core=r2 if op in ("send", "recv") else 0)
-    if op in ("lldi", "lmv"):
-        return Instruction(op, rd, r1, len=g3, imm=r2 if op == "lldi" else 0)
-    return Instruction(op, rd, r1, imm=r2)
+# -- steps -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class PimInstructionFrontend:
-    """The `InstructionFrontend` of a pimsim-nn chip: `load_artifact`, then `programs`."""
+    """The `InstructionFrontend` of a pimsim-nn chip: artifacts as priced step programs."""
 
     target: PimTarget
     """The chip the artifact was compiled for."""
@@ -355,124 +547,216 @@ class PimInstructionFrontend:
     """Rows and columns of one crossbar: the shape every ``mvmul`` is priced at."""
 
     def read(self, path: str | Path, *, model_issue: bool = True) -> InstructionPrograms:
-        """`load_artifact`, then `programs`."""
-        return self.programs(load_artifact(path), model_issue=model_issue)
+        """Stream the artifact at ``path`` into step programs, one core at a time.
+
+        Time ``O(N)`` for ``N`` instructions plus the target's prices of distinct
+        operations; memory ``O(F + S + L + P)`` steps (transfers, signals, global
+        requests, cores) plus one core's instructions. ``model_issue=False`` omits
+        scalar issue time.
+        """
+        source = str(path)
+        config: ArtifactConfig | None = None
+        pending: list[_CoreItem] = []
+        steps: dict[int, tuple[list[Step], list[int]]] = {}
+        instructions = softmax = 0
+        for item in _read(Path(path)):
+            if isinstance(item, ArtifactConfig):
+                config = item
+                self._check_config(config, source)
+                continue
+            instructions += len(item.program)
+            softmax += int(np.count_nonzero(item.program.op == VSOFTMAX))
+            if config is None:
+                pending.append(item)
+                continue
+            for ready in (*pending, item):
+                steps[ready.core] = self._core_steps(ready, config, source, model_issue)
+            pending = []
+        assert config is not None
+        for ready in pending:
+            steps[ready.core] = self._core_steps(ready, config, source, model_issue)
+        return _programs(source, config.core_cnt, steps, instructions, softmax, model_issue)
 
     def programs(self, artifact: Artifact, *, model_issue: bool = True) -> InstructionPrograms:
-        """``artifact``'s instruction streams as per-core step programs priced by the target.
+        """A loaded artifact's streams as step programs priced by the target."""
+        self._check_config(artifact.config, artifact.source)
+        steps = {
+            core: self._core_steps(
+                _CoreItem(core, program), artifact.config, artifact.source, model_issue
+            )
+            for core, program in artifact.cores.items()
+        }
+        softmax = sum(int(np.count_nonzero(p.op == VSOFTMAX)) for p in artifact.cores.values())
+        return _programs(
+            artifact.source,
+            artifact.core_cnt,
+            steps,
+            artifact.num_instructions,
+            softmax,
+            model_issue,
+        )
 
-        Raises `InvalidInputError` when the artifact needs more cores or crossbars
-        than the target has, or an ``mvmul`` has ``mbiw`` 0. Time ``O(I)``
-        for ``I`` instructions.
+    def _check_config(self, config: ArtifactConfig, source: str) -> None:
+        target = self.target
+        if config.core_cnt > target.cores:
+            raise InvalidInputError(
+                f"{source}: core_cnt is {config.core_cnt}, but target {target.name} has "
+                f"{plural(target.cores, 'core')}"
+            )
+        for core, groups in config.array_group_map.items():
+            if sum(groups) > target.capacity(core):
+                raise InvalidInputError(
+                    f"{source}: array_group_map.core{core} assigns {sum(groups)} crossbars, "
+                    f"but target {target.name} has {target.capacity(core)} per core"
+                )
+
+    def _core_steps(
+        self, item: _CoreItem, config: ArtifactConfig, source: str, model_issue: bool
+    ) -> tuple[list[Step], list[int]]:
+        _check_groups(item.program, config, item.core)
+        groups = config.array_group_map.get(item.core, ())
+        name = f"{source}: core {item.core}"
+        return _steps(item.program, self._local_ns(item.program, groups, name, model_issue))
+
+    def _local_ns(
+        self, program: CoreProgram, groups: tuple[int, ...], name: str, model_issue: bool
+    ) -> np.ndarray:
+        """Per instruction, the ns it keeps its core busy (0 for transfer-unit ops).
+
+        Each distinct (op, widths, size) is priced once by the target.
         """
-        return _programs(artifact, self.target, self.crossbar, model_issue)
+        target = self.target
+        timing = target.step_timing()
+        rows, cols = self.crossbar
+        op = program.op
+        ns: np.ndarray = np.zeros(op.size, dtype=np.int64)
+
+        def put(index: np.ndarray, prices: np.ndarray) -> None:
+            nonlocal ns
+            if prices.dtype == object and ns.dtype != object:
+                ns = ns.astype(object)
+            ns[index] = prices
+
+        if model_issue:
+            ns[np.isin(op, list(SCALAR))] = timing.cycle_ns()
+        setbw = np.where(op == SETBW, np.arange(op.size), -1)
+        last = np.maximum.accumulate(setbw) if op.size else setbw
+        # pimsim-nn's width register holds 0 bits before the first setbw.
+        ibiw = np.where(last >= 0, program.column("ibiw")[np.maximum(last, 0)], 0)
+        obiw = np.where(last >= 0, program.column("obiw")[np.maximum(last, 0)], 0)
+
+        mvmul = np.flatnonzero(op == MVMUL)
+        if mvmul.size:
+            mbiw = program.column("mbiw")[mvmul]
+            if (mbiw < 1).any():
+                i = int(mvmul[np.argmax(mbiw < 1)])
+                raise InvalidInputError(f"{name} instruction {i} (mvmul): mbiw 0")
+            crossbars = np.asarray(groups, dtype=np.int64)[program.column("group")[mvmul]]
+            put(
+                mvmul,
+                _priced(
+                    (mbiw, crossbars, ibiw[mvmul], obiw[mvmul]),
+                    lambda b, x, i, o: target.execution_ns(MatrixWork(1, rows, cols, x, b, i, o)),
+                ),
+            )
+        vector = np.flatnonzero(np.isin(op, list(VECTOR)))
+        if vector.size:
+            codes = op[vector]
+            written = np.where(np.isin(codes, list(WIDENING)), obiw[vector], ibiw[vector])
+            put(
+                vector,
+                _priced(
+                    (codes, program.column("len")[vector], ibiw[vector], written),
+                    lambda code, n, b, w: target.execution_ns(
+                        VectorWork(n, 2 if code in TWO_OPERANDS else 1, b, w)
+                    ),
+                ),
+            )
+        length = program.column("len")
+        lldi = np.flatnonzero(op == LLDI)
+        if lldi.size:
+            put(lldi, _priced((length[lldi],), timing.local_write_ns))
+        lmv = np.flatnonzero(op == LMV)
+        if lmv.size:
+            put(
+                lmv,
+                _priced(
+                    (length[lmv],), lambda n: timing.local_read_ns(n) + timing.local_write_ns(n)
+                ),
+            )
+        return ns
 
 
 def _programs(
-    artifact: Artifact, target: PimTarget, crossbar: tuple[int, int], model_issue: bool
+    source: str,
+    core_cnt: int,
+    steps: dict[int, tuple[list[Step], list[int]]],
+    instructions: int,
+    softmax: int,
+    model_issue: bool,
 ) -> InstructionPrograms:
-    name = artifact.source
-    if artifact.core_cnt > target.cores:
-        raise InvalidInputError(
-            f"{name}: core_cnt is {artifact.core_cnt}, but target {target.name} has "
-            f"{plural(target.cores, 'core')}"
-        )
-    for core, groups in artifact.array_group_map.items():
-        if sum(groups) > target.capacity(core):
-            raise InvalidInputError(
-                f"{name}: array_group_map.core{core} assigns {sum(groups)} crossbars, but "
-                f"target {target.name} has {target.capacity(core)} per core"
-            )
-    cores: list[list[Step]] = []
-    origin: list[list[int]] = []
-    for c in range(artifact.core_cnt):
-        steps, first = _steps(
-            artifact.cores.get(c, ()),
-            artifact.array_group_map.get(c, ()),
-            _Pricing(target, crossbar, model_issue),
-            name,
-            c,
-        )
-        cores.append(steps)
-        origin.append(first)
-    softmax = sum(inst.op in UNTIMED for stream in artifact.cores.values() for inst in stream)
+    cores = [steps.get(c, ([], []))[0] for c in range(core_cnt)]
+    origin = [steps.get(c, ([], []))[1] for c in range(core_cnt)]
     effects = (
         *((f"{softmax} vsoftmax instruction(s): {SOFTMAX_EFFECT}",) if softmax else ()),
         *(() if model_issue else (NO_ISSUE_EFFECT,)),
     )
-    return InstructionPrograms(name, artifact.num_instructions, cores, origin, effects)
+    return InstructionPrograms(source, instructions, cores, origin, effects)
 
 
-@dataclass(frozen=True)
-class _Pricing:
-    """What `_steps` prices instructions with."""
+def _priced(keys: tuple[np.ndarray, ...], price: Any) -> np.ndarray:
+    """``price(*key)`` for every row of ``keys``, calling ``price`` once per distinct key.
 
-    target: PimTarget
-    crossbar: tuple[int, int]
-    model_issue: bool
-
-
-def _steps(
-    stream: tuple[Instruction, ...],
-    groups: tuple[int, ...],
-    pricing: _Pricing,
-    name: str,
-    core: int,
-) -> tuple[list[Step], list[int]]:
-    """One core's instructions as steps, consecutive local work merged into one `Compute`.
-
-    Also returns the index of each step's (first) instruction.
+    Prices beyond `SAFE_NS` come back as Python integers (an object array), so that
+    timing outside the supported range reaches the analysis's range check instead of
+    overflowing.
     """
-    target = pricing.target
-    timing = target.step_timing()
-    scalar = timing.cycle_ns() if pricing.model_issue else 0
-    rows, cols = pricing.crossbar
+    stacked = np.stack([np.asarray(k, dtype=np.int64) for k in keys], axis=1)
+    distinct, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    prices = [price(*map(int, row)) for row in distinct]
+    dtype = np.int64 if max(prices, default=0) <= SAFE_NS else object
+    return np.array(prices, dtype=dtype)[inverse.reshape(-1)]
+
+
+def _steps(program: CoreProgram, local: np.ndarray) -> tuple[list[Step], list[int]]:
+    """The steps of one core: local work between transfer-unit ops merged into `Compute`.
+
+    Also returns the index of each step's (first) instruction. ``O(n)`` with a
+    Python loop over the transfer-unit ops only.
+    """
+    op = program.op
+    events = np.flatnonzero(np.isin(op, [LD, ST, SEND, RECV, SYNC, WAIT])).tolist()
+    total = np.concatenate(([0], np.cumsum(local)))  # object dtype: Python integers
+    size = program.column("size").tolist()
+    peer = program.column("core").tolist()
+    register = program.column("event_register").tolist()
+    count = program.column("wait_value").tolist()
+    codes = op.tolist()
     steps: list[Step] = []
     first: list[int] = []
-    local, start = 0, 0
-    ibiw = obiw = 0  # pimsim-nn's width register before the first setbw
-    for i, inst in enumerate(stream):
-        op = inst.op
-        step: Step | None = None
-        if op in SCALAR:
-            local += scalar
-            if op == "setbw":
-                ibiw, obiw = inst.ibiw, inst.obiw
-        elif op == "mvmul":
-            if inst.mbiw < 1:
-                raise InvalidInputError(f"{name}: core {core} instruction {i} (mvmul): mbiw 0")
-            work = MatrixWork(1, rows, cols, groups[inst.group], inst.mbiw, ibiw, obiw)
-            local += target.execution_ns(work)
-        elif op in VECTOR:
-            operands = 2 if op in TWO_OPERANDS else 1
-            written = obiw if op in WIDENING else ibiw
-            local += target.execution_ns(VectorWork(inst.len, operands, ibiw, written))
-        elif op == "lldi":
-            local += timing.local_write_ns(inst.len)
-        elif op == "lmv":
-            local += timing.local_read_ns(inst.len) + timing.local_write_ns(inst.len)
-        elif op == "ld":
-            step = Load(inst.size)
-        elif op == "st":
-            step = Store(inst.size)
-        elif op == "send":
-            step = Send(inst.core, inst.size)
-        elif op == "recv":
-            step = Recv(inst.core, inst.size)
-        elif op == "sync":
-            step = Signal(inst.core, inst.event_register)
-        elif op == "wait":
-            step = Wait(inst.event_register, inst.wait_value)
-        if step is None:
-            continue
-        if local:
-            steps.append(Compute(local))
+    start = 0
+    for i in events:
+        run = int(total[i] - total[start])
+        if run:
+            steps.append(Compute(run))
             first.append(start)
-            local = 0
-        steps.append(step)
+        code = codes[i]
+        if code == LD:
+            steps.append(Load(size[i]))
+        elif code == ST:
+            steps.append(Store(size[i]))
+        elif code == SEND:
+            steps.append(Send(peer[i], size[i]))
+        elif code == RECV:
+            steps.append(Recv(peer[i], size[i]))
+        elif code == SYNC:
+            steps.append(Signal(peer[i], register[i]))
+        else:
+            steps.append(Wait(register[i], count[i]))
         first.append(i)
         start = i + 1
-    if local:
-        steps.append(Compute(local))
+    run = int(total[-1] - total[start])
+    if run:
+        steps.append(Compute(run))
         first.append(start)
     return steps, first

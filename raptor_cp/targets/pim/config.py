@@ -5,7 +5,9 @@ HEAPLab fork 9d6b6b3) gives every field a default and ignores unknown fields, so
 partial JSON is a valid config. We parse the fields the cost model reads, with the
 simulator's defaults (cited per field below), and ignore the pimsim-nn fields it does
 not read (`IGNORED_FIELDS`: power and energy numbers, ``bus_topology``,
-``memory_size``, ``adc_resolution``, ``rob_size``, ``sim_config``).
+``adc_resolution``, ``rob_size``, ``sim_config``). ``memory_size`` is read for the
+emitter's local-memory allocation (`raptor_cp.emit.allocate`), although the
+simulator itself never checks it.
 
 We are stricter than the simulator where it would silently misbehave: nlohmann/json
 truncates ``1.5`` to an int and accepts ``true`` as a number, and pimsim-nn divides by
@@ -37,9 +39,9 @@ IGNORED_FIELDS: dict[str, frozenset[str]] = {
     "": frozenset({"sim_config"}),
     "chip_config": frozenset(),
     "chip_config.network_config": frozenset({"bus_topology"}),
-    "chip_config.global_memory_config": frozenset({"memory_size"}),
+    "chip_config.global_memory_config": frozenset(),
     "chip_config.core_config": frozenset({"rob_size"}),
-    "chip_config.core_config.local_memory_config": frozenset({"memory_size"}),
+    "chip_config.core_config.local_memory_config": frozenset(),
     "chip_config.core_config.matrix_config": frozenset(
         {"adc_resolution", "input_buffer_latency_cycle"}
     ),
@@ -60,6 +62,9 @@ class MemoryConfig:
     """Cycles per read access (default 8)."""
     write_latency_cycle: int
     """Cycles per write access (default 10)."""
+    memory_size: int = 1024 * 1024
+    """Bytes (default 1 MiB). pimsim-nn never checks it; raptor-cp's emitter allocates
+    local-memory buffers within it (`raptor_cp.emit.allocate`)."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,8 @@ class PimConfig:
 
     source: str
     """How messages name the config (its path, or ``"<name> preset"``)."""
+    path: Path
+    """The file the config was read from (instruction emission copies it)."""
     chip: ChipConfig
     network_file: str | None
     """The network file the config names, as written there (None when it names none)."""
@@ -177,15 +184,15 @@ def load_pim_config(path: str | Path, label: str | None = None) -> PimConfig:
     chip = parse_chip_config(data, source)
     named = chip.network.net_config_file_path
     if not named:
-        return PimConfig(source, chip, None, None)
+        return PimConfig(source, path, chip, None, None)
     table_path = path.parent / named
     if not table_path.exists():
-        return PimConfig(source, chip, named, None)
+        return PimConfig(source, path, chip, named, None)
     table_source = str(table_path) if label is None else f"{label}: {named}"
     table = parse_network_table(
         read_json(table_path, label=table_source, error=InvalidConfigError), table_source
     )
-    return PimConfig(source, chip, named, table)
+    return PimConfig(source, path, chip, named, table)
 
 
 def parse_chip_config(data: object, source: str) -> ChipConfig:
@@ -287,6 +294,7 @@ def _memory(node: _Node) -> MemoryConfig:
         period=node.number("period", 1.0, positive=False),
         read_latency_cycle=node.integer("read_latency_cycle", 8, minimum=0),
         write_latency_cycle=node.integer("write_latency_cycle", 10, minimum=0),
+        memory_size=node.integer("memory_size", 1024 * 1024, minimum=1),
     )
 
 

@@ -1,0 +1,221 @@
+"""``compile --emit``: pimsim-nn programs that read back, round-trip and cannot deadlock."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+from raptor_cp import flows
+from raptor_cp.cli import main
+from raptor_cp.emit.files import write_emission
+from raptor_cp.emit.program import EmittedProgram
+from raptor_cp.targets.pim.artifact import TIMING_FIELDS, load_artifact
+from raptor_cp.targets.pim.isa import COLUMN, MVMUL, SCALAR, SETBW, VECTOR
+
+DATA = Path(__file__).parent / "data"
+LENET = DATA / "models" / "lenet5.onnx"
+
+
+def run(*args: object) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def lenet_latency() -> flows.LatencyResult:
+    result = flows.compile(LENET, "arch-a", emit=True)
+    assert isinstance(result, flows.LatencyResult)
+    return result
+
+
+@pytest.fixture(scope="module")
+def lenet_pipeline() -> flows.PipelineResult:
+    result = flows.compile(LENET, "arch-a", pipeline=2, emit=True)
+    assert isinstance(result, flows.PipelineResult)
+    return result
+
+
+def emitted(result: flows.CompileResult) -> EmittedProgram:
+    assert result.program is not None
+    return result.program
+
+
+@pytest.mark.parametrize("fmt", ["json", "dir", "pim"])
+def test_every_format_reads_back_as_the_emitted_instructions(
+    lenet_latency: flows.LatencyResult, tmp_path: Path, fmt: str
+) -> None:
+    program = emitted(lenet_latency)
+    files = write_emission(program, tmp_path / "e", fmt, {"model": "lenet5"})
+    artifact = load_artifact(tmp_path / "e" / files[0])
+    assert artifact.core_cnt == 168
+    assert sorted(c for c, p in artifact.cores.items() if len(p)) == sorted(program.lowered.cores)
+    timing = [COLUMN[f] for f in TIMING_FIELDS]
+    for core, expected in program.lowered.cores.items():
+        got = artifact.cores[core]
+        assert np.array_equal(got.op, expected.op)
+        assert np.array_equal(got.values[:, timing], expected.values[:, timing])
+        assert tuple(artifact.array_group_map[core]) == program.lowered.array_group_map[core]
+
+
+def test_emission_is_byte_identical_across_runs(
+    lenet_latency: flows.LatencyResult, tmp_path: Path
+) -> None:
+    again = flows.compile(LENET, "arch-a", emit=True)
+    write_emission(emitted(lenet_latency), tmp_path / "a", "json", {})
+    write_emission(emitted(again), tmp_path / "b", "json", {})
+    for name in ("program.json.gz", "config.json", "network.json", "emission.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_every_core_sets_precision_first_and_ends_in_the_reorder_buffer(
+    lenet_pipeline: flows.PipelineResult,
+) -> None:
+    for program in emitted(lenet_pipeline).lowered.cores.values():
+        op = program.op
+        computes = np.flatnonzero(np.isin(op, [MVMUL, *VECTOR]))
+        if computes.size:
+            assert SETBW in op[: computes[0]].tolist()
+        assert int(op[-1]) not in SCALAR
+
+
+def test_mvmul_groups_follow_the_placed_weights(lenet_latency: flows.LatencyResult) -> None:
+    result = lenet_latency
+    program = emitted(result)
+    graph, schedule = result.problem.graph, result.solution.schedule
+    assert schedule is not None
+    for core, instructions in program.lowered.cores.items():
+        used = {
+            graph.task_weights[t][0] for t in schedule.core_order[core] if graph.task_weights[t]
+        }
+        groups = program.lowered.array_group_map[core]
+        assert sorted(groups) == sorted(int(graph.weight_size[w]) for w in used)
+        mvmul = instructions.op == MVMUL
+        assert set(instructions.column("group")[mvmul].tolist()) == set(range(len(groups)))
+
+
+@pytest.mark.parametrize("pipeline", [None, 2])
+def test_periodic_on_the_emission_directory_round_trips(
+    tmp_path: Path, pipeline: int | None
+) -> None:
+    depth = ["--pipeline", pipeline] if pipeline else []
+    out, emit = tmp_path / "out", tmp_path / "emit"
+    result = run("compile", LENET, *depth, "--out", out, "--emit", emit, "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["emission"]["out"] == str(emit)
+    periodic = run("periodic", emit, "--json")
+    assert periodic.exit_code == 0, periodic.output
+    trip = json.loads(periodic.stdout)["round_trip"]
+    assert trip["holds"] is True
+    assert abs(trip["difference_percent"]) <= 2
+    assert trip["schedule_ns"] == (summary["interval_ns"] if pipeline else summary["makespan_ns"])
+    text = run("periodic", emit).stdout
+    assert "(holds within 2%)" in text
+
+
+def test_throughput_config_loops_long_enough(lenet_pipeline: flows.PipelineResult) -> None:
+    from raptor_cp.emit.files import chip_files
+
+    program = emitted(lenet_pipeline)
+    config, network = chip_files(program)
+    interval = program.prediction["realized_queue_interval_ns"]
+    assert config["sim_config"]["sim_mode"] == 0
+    assert config["sim_config"]["sim_time"] * 1e6 >= 8 * interval
+    assert config["chip_config"]["network_config"]["net_config_file_path"] == "network.json"
+    # arch-a names no table: the mesh model, 2 * hops + 2 ns per flit, and 4 ns to memory.
+    assert network["latency"]["0"]["1"] == 4 and network["latency"]["0"]["15"] == 6
+    assert network["latency"]["0"]["-10"] == 4 and network["energy"] == {}
+
+
+def test_pipeline_selection_records_the_backend_attempt(
+    lenet_pipeline: flows.PipelineResult,
+) -> None:
+    from raptor_cp.reports.pipeline_selection import selection_document
+
+    attempts = selection_document(lenet_pipeline)["backend_attempts"]
+    assert attempts == [
+        {"candidate": 0, "label": "initial partition", "result": "emitted", "cause": None}
+    ]
+
+
+def small_memory_config(tmp_path: Path, memory: int) -> Path:
+    preset = Path(flows.__file__).parent / "targets" / "presets" / "arch-a.json"
+    config = json.loads(preset.read_text())
+    config["chip_config"]["core_config"]["local_memory_config"]["memory_size"] = memory
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_a_pipeline_that_fits_no_local_memory_lists_every_attempt(tmp_path: Path) -> None:
+    config = small_memory_config(tmp_path, 256)
+    out = tmp_path / "out"
+    args = (
+        "compile",
+        LENET,
+        "-t",
+        config,
+        "--pipeline",
+        "2",
+        "--out",
+        out,
+        "--emit",
+        tmp_path / "e",
+    )
+    result = run(*args)
+    assert result.exit_code == 2
+    report = tmp_path / "out.failed" / "reports" / "pipeline_selection.json"
+    assert result.stderr.splitlines()[-1].startswith(
+        "error: lenet5: no costed candidate passed the backend (1 attempted): candidate 0 "
+        "(initial partition): core "
+    )
+    assert result.stderr.rstrip().endswith(f"; see {report}")
+    (attempt,) = json.loads(report.read_text())["backend_attempts"]
+    assert attempt["result"] == "rejected"
+    assert "local memory exhausted" in attempt["cause"]
+    assert not (tmp_path / "e").exists() and not out.exists()
+
+
+def test_a_latency_schedule_that_fits_no_local_memory_fails_in_one_line(tmp_path: Path) -> None:
+    config = small_memory_config(tmp_path, 256)
+    result = run("compile", LENET, "-t", config, "--out", tmp_path / "o", "--emit", tmp_path / "e")
+    assert result.exit_code == 2
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: core 0: local memory exhausted at program position 1: ")
+    assert not (tmp_path / "o").exists() and not (tmp_path / "e").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("-t", "generic:4"),
+            "error: --emit writes pimsim-nn programs and needs a pimsim-nn target",
+        ),
+        (("--emit-format", "dir"), "error: --emit-format needs --emit DIR"),
+    ],
+)
+def test_emit_option_errors(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    emit = () if "--emit-format" in args else ("--emit", tmp_path / "e")
+    result = run("compile", LENET, *args, "--out", tmp_path / "o", *emit)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1].startswith(message)
+
+
+def test_emit_directory_must_differ_from_out(tmp_path: Path) -> None:
+    result = run("compile", LENET, "--out", tmp_path / "o", "--emit", tmp_path / "o")
+    assert result.exit_code == 2
+    assert result.stderr == f"error: --emit {tmp_path / 'o'} must differ from --out\n"
+
+
+def test_gzip_program_starts_with_its_config(
+    lenet_latency: flows.LatencyResult, tmp_path: Path
+) -> None:
+    write_emission(emitted(lenet_latency), tmp_path / "e", "json", {})
+    with gzip.open(tmp_path / "e" / "program.json.gz", "rt") as handle:
+        head = handle.read(40)
+    assert head.startswith('{"config":{"array_group_map": {"core0": ')
