@@ -69,6 +69,7 @@ DEFAULT_OUT = Path("raptor-out")
 @click.option(
     "--time-limit",
     type=PositiveFinite(),
+    metavar="UNITS",
     help="--scheduler cpsat: CP-SAT budget in deterministic-time units (default 10).",
 )
 @click.option(
