@@ -20,11 +20,12 @@ Instance sets
       ``1..round(2 * CCR * 55)`` (mean communication / mean cost ~ CCR) for
       CCR = 0.1, 1, 10, on ``generic:P:1`` for P = 4, 16.
 
-Conversion (`to_saga`): each task becomes a saga task of the same cost; each
-edge a dependency of ``bytes`` (0 when the target's ``ns_per_byte`` is 0); the
-network has ``P`` nodes of speed 1 and links of speed ``1 / ns_per_byte``, so
-saga's ``size / speed`` equals raptor's ``bytes * ns_per_byte``; saga's
-self-links have infinite speed (free transfers on one node), as in raptor. SAGA's
+Conversion (`to_saga`): the one of ``raptor-cp report``'s saga adapter
+(``benchmarks/adapters/saga_scheduler.py``): each task becomes a saga task of
+the same cost, each edge a dependency whose size is its transfer time, on ``P``
+nodes of speed 1 with links of speed 1, so saga's ``size / speed`` equals
+raptor's transfer time; saga's self-links have infinite speed (free transfers on
+one node), as in raptor. SAGA's
 ``TaskGraph.create`` adds a zero-cost ``__super_source__``/``__super_sink__``
 when a graph has several entries/exits; they carry no data and are dropped when
 a saga schedule is read back. Every saga schedule is re-timed by raptor-cp's
@@ -56,6 +57,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from adapters import saga_scheduler as saga_adapter
 from bench_scaling import fresh, machine_info, random_layered_dag
 
 from raptor_cp.evaluation import evaluate
@@ -65,6 +67,7 @@ from raptor_cp.heuristics.list_common import list_order
 from raptor_cp.heuristics.peft import PeftScheduler
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.schedule import Schedule
+from raptor_cp.suite.external import instance_json
 from raptor_cp.targets.generic import GenericTarget
 from raptor_cp.workload.load import load_workload
 from raptor_cp.workload.lowering import lower
@@ -77,43 +80,18 @@ SAGA_VERSION = "2.0.2"
 
 
 def to_saga(graph: ComputeGraph, target: GenericTarget) -> tuple[object, object]:
-    """saga ``(TaskGraph, Network)`` equivalent to ``(graph, target)`` (see module docstring)."""
-    from saga import Network, TaskGraph
-
-    scale = 1 if target.ns_per_byte else 0
-    tasks = [
-        (name, float(cost)) for name, cost in zip(graph.names, graph.cost.tolist(), strict=True)
-    ]
-    edges = [
-        (graph.names[s], graph.names[d], float(scale * b))
-        for s, d, b in zip(
-            graph.edge_src.tolist(),
-            graph.edge_dst.tolist(),
-            graph.edge_bytes.tolist(),
-            strict=True,
-        )
-    ]
-    speed = 1.0 / target.ns_per_byte if target.ns_per_byte else 1.0
-    nodes = [(f"p{p:04d}", 1.0) for p in range(target.cores)]
-    links = [
-        (f"p{a:04d}", f"p{b:04d}", speed)
-        for a in range(target.cores)
-        for b in range(a + 1, target.cores)
-    ]
-    return TaskGraph.create(tasks, edges), Network.create(nodes, links)
+    """saga ``(TaskGraph, Network)`` equivalent to ``(graph, target)``: the suite adapter's
+    conversion (`adapters.saga_scheduler.to_saga`) of raptor-cp's external instance."""
+    return saga_adapter.to_saga(instance_json(LatencyProblem(graph, target)))
 
 
 def from_saga(graph: ComputeGraph, cores: int, schedule: object) -> Schedule:
-    """The saga ``schedule`` as a raptor `Schedule` (per-core order by start, integer starts)."""
+    """The saga ``schedule`` as a raptor `Schedule` (per-core order by start; starts are
+    left to `evaluate`, which re-times every saga schedule)."""
     index = {name: t for t, name in enumerate(graph.names)}
+    order = saga_adapter.core_orders(schedule, cores, set(index))
     start = np.zeros(graph.num_tasks, dtype=np.int64)
-    order: list[list[int]] = [[] for _ in range(cores)]
-    for node, placed in schedule.items():
-        for task in sorted(placed, key=lambda item: (item.start, item.end)):
-            if task.name in index:
-                order[int(node[1:])].append(index[task.name])
-                start[index[task.name]] = round(task.start)
-    return Schedule(tuple(tuple(o) for o in order), start, "saga")
+    return Schedule(tuple(tuple(index[n] for n in o) for o in order), start, "saga")
 
 
 def clear_saga_caches() -> None:

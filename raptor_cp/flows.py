@@ -10,8 +10,9 @@ evaluate it, and hand typed results to `raptor_cp.reports` for writing::
     result = raptor_cp.compile("resnet18.onnx", target="arch-a")
     result.makespan_ns, result.solution.solver
 
-Three flows share `prepare`: `compile_latency` (PEFT/HEFT/CP-SAT on a
-`LatencyProblem`), `compile_pipeline` (a `PipelineProblem` at a depth) and
+Three flows share `prepare`: `compile_latency` (the ``auto`` portfolio, a list
+scheduler or CP-SAT on a `LatencyProblem`, optionally polished with CP-SAT),
+`compile_pipeline` (a `PipelineProblem` at a depth) and
 `compile_exchange` (IPU exchange-table admission). `compile` picks one from
 its arguments. Progress is reported through an optional ``progress(phase,
 detail)`` callback after each phase, and solvers may `raptor_cp.progress.tick`
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from raptor_cp.bounds import LowerBounds, interval_lower_bound, lower_bounds
 from raptor_cp.critical_chain import ChainBreakdown, critical_chain
 from raptor_cp.errors import (
+    InvalidConfigError,
     InvalidInputError,
     NotFoundWithinBudgetError,
     ProvedInfeasibleError,
@@ -44,6 +46,7 @@ from raptor_cp.problems import (
     PipelineSolution,
     Status,
     check,
+    relative_gap,
 )
 from raptor_cp.progress import Progress, reporting
 from raptor_cp.reports.output import count, format_ns
@@ -61,9 +64,10 @@ if TYPE_CHECKING:
     from raptor_cp.pipeline.selection import Candidate
 
 
-DEFAULT_SCHEDULER = "peft"
-"""The latency scheduler when none is given (the seeds' production choice; HEFT has no
-resident-weight recovery and fails on full PIM models)."""
+DEFAULT_SCHEDULER = "auto"
+"""The latency scheduler when none is given: the portfolio of list schedulers
+(`raptor_cp.heuristics.portfolio`), PEFT first and winning ties, so never longer than
+the seeds' PEFT (docs/architecture.md, "Default scheduler")."""
 DEFAULT_PIPELINE_DEPTH = 4
 """Depth of ``compile --mode pipeline`` without ``--pipeline N``."""
 
@@ -191,12 +195,36 @@ class LatencyResult:
     def makespan_ns(self) -> int:
         return int(self.evaluation.makespan_ns)
 
+    @property
+    def best_bound_ns(self) -> int:
+        """The best proved lower bound: the analytic bounds' or the solver's, if higher."""
+        return max(self.bounds.makespan_ns, self.solution.bound or 0)
+
+    @property
+    def gap(self) -> float | None:
+        """``(makespan - best_bound_ns) / makespan`` (`raptor_cp.problems.relative_gap`)."""
+        return relative_gap(self.makespan_ns, self.best_bound_ns)
+
     @cached_property
     def chain(self) -> ChainBreakdown:
         """The schedule's critical chain split by cause (`raptor_cp.critical_chain`)."""
         schedule = self.solution.schedule
         assert schedule is not None
         return critical_chain(self.problem, schedule, self.evaluation)
+
+    def solver_facts(self) -> dict[str, Any]:
+        """How the schedule was found, for the summary and ``schedule.json``.
+
+        ``winner`` and ``members`` (the ``auto`` portfolio: the member whose schedule
+        won, and each member's makespan or why it has none), ``polish`` (the CP-SAT
+        polish: method, whether it improved, starting makespan, deterministic time,
+        ``wall_capped``, ...) and, for CP-SAT, ``wall_capped``; only the keys that apply.
+        """
+        details = self.solution.details
+        facts = {key: details[key] for key in ("winner", "members", "polish") if key in details}
+        if self.solution.solver == "cpsat":
+            facts["wall_capped"] = bool(details.get("wall_capped", False))
+        return facts
 
     def summary(self) -> dict[str, Any]:
         """The facts of the one-line summary and of ``compile --json``."""
@@ -212,6 +240,8 @@ class LatencyResult:
             "cores_used": int(self.evaluation.cores_used),
             "makespan_ns": self.makespan_ns,
             "lower_bound_ns": self.bounds.makespan_ns,
+            "solver_bound_ns": self.solution.bound,
+            "gap": self.gap,
             "lanes": self.prepared.lanes,
             "warnings": list(self.prepared.warnings),
             "critical_chain": {
@@ -221,6 +251,7 @@ class LatencyResult:
                 "binding": self.chain.binding,
             },
         }
+        summary.update(self.solver_facts())
         if self.exchange is not None:
             summary["exchange"] = self.exchange.summary()
         if self.program is not None:
@@ -380,21 +411,38 @@ def compile_latency(
     scheduler: str = DEFAULT_SCHEDULER,
     progress: Progress = _quiet,
     settings: Mapping[str, Any] | None = None,
+    polish: float | None = None,
     emit: bool = False,
 ) -> LatencyResult:
     """Schedule a prepared model for latency with ``scheduler``, check and evaluate it.
 
     ``settings`` are the scheduler's keyword settings (e.g. ``time_limit_s`` for
-    ``cpsat``), as `raptor_cp.solvers.solve` takes them. With ``emit``, also lower
-    the schedule to a verified pimsim-nn program (`raptor_cp.emit.program`).
+    ``cpsat``), as `raptor_cp.solvers.solve` takes them. ``polish`` (deterministic
+    CP-SAT units, about seconds) improves the heuristic's schedule with CP-SAT
+    (`raptor_cp.models.polish`): never longer, checked, ``optimal`` when it meets a
+    proved bound; the CP-SAT search ticks its best-so-far and bound to ``progress``.
+    With ``emit``, also lower the (polished) schedule to a verified pimsim-nn program
+    (`raptor_cp.emit.program`).
 
     Raises
     ------
+    InvalidConfigError
+        When ``polish`` is not a positive finite budget or is given for ``cpsat``
+        (whose budget is its ``time_limit_s``).
     ProvedInfeasibleError
         When the weights exceed the chip, or an exact solver proved no schedule exists.
     NotFoundWithinBudgetError
         When the scheduler's bounded search found no schedule.
     """
+    polish_budget = None
+    if polish is not None:
+        from raptor_cp.models.polish import polish_settings
+
+        if scheduler == "cpsat":
+            raise InvalidConfigError(
+                "polish improves a heuristic's schedule; cpsat's budget is its time_limit_s"
+            )
+        polish_budget = polish_settings(polish)  # validates the budget before any work
     problem = _with_advice(prepared, lambda: LatencyProblem(prepared.graph, prepared.target))
     bounds = lower_bounds(prepared.graph, prepared.target)
     with reporting(progress):
@@ -406,7 +454,13 @@ def compile_latency(
         raise NotFoundWithinBudgetError(
             f"{name}: {scheduler} found no schedule ({solution.status.value})"
         )
-    progress("schedule", f"{scheduler}: {solution.status.value}")
+    progress("schedule", f"{_scheduled(solution)}: {solution.status.value}")
+    if polish_budget is not None:
+        from raptor_cp.models.polish import polish as polish_solution
+
+        with reporting(progress):
+            solution = polish_solution(problem, solution, polish_budget)
+        progress("polish", _polished(solution))
     check(problem, solution)
     evaluation = evaluate(problem, solution.schedule)
     progress("check", f"makespan {format_ns(int(evaluation.makespan_ns))}")
@@ -433,6 +487,24 @@ def _emitted(progress: Progress, program: EmittedProgram) -> None:
         "emit",
         f"{program.lowered.instructions} instructions on {len(program.lowered.cores)} cores, "
         f"predicted {figure} {'n/a' if value is None else format_ns(int(value))}",
+    )
+
+
+def _scheduled(solution: LatencySolution) -> str:
+    """``auto (peft-replicas won)``, or the solver's name."""
+    winner = solution.details.get("winner")
+    return solution.solver if winner is None else f"{solution.solver} ({winner} won)"
+
+
+def _polished(solution: LatencySolution) -> str:
+    """The polish phase's progress detail: method, start -> result, bound, status."""
+    facts = solution.details["polish"]
+    assert solution.objective is not None and solution.bound is not None
+    start = format_ns(int(facts["start_makespan_ns"]))
+    capped = ", stopped by the wall-clock cap" if facts.get("wall_capped") else ""
+    return (
+        f"{facts['method']}: {start} -> {format_ns(solution.objective)}, bound "
+        f"{format_ns(solution.bound)}, {solution.status.value}{capped}"
     )
 
 
@@ -658,6 +730,8 @@ def compile(
     pipeline: int | None = None,
     pipeline_method: str | None = None,
     scheduler: str = DEFAULT_SCHEDULER,
+    settings: Mapping[str, Any] | None = None,
+    polish: float | None = None,
     lanes: int | None = None,
     bits: int | None = None,
     cores: int | None = None,
@@ -680,7 +754,12 @@ def compile(
     pipeline_method:
         Pipeline solver (`raptor_cp.solvers.methods(PipelineProblem)`; default ``beam``).
     scheduler:
-        Latency scheduler (`raptor_cp.solvers.methods(LatencyProblem)`).
+        Latency scheduler (`raptor_cp.solvers.methods(LatencyProblem)`); default ``auto``.
+    settings:
+        The scheduler's keyword settings, e.g. ``{"time_limit_s": 30}`` for ``cpsat``.
+    polish:
+        Latency mode: improve the heuristic's schedule with CP-SAT for this many
+        deterministic units (`compile_latency`).
     lanes, bits:
         Lanes per operation (default: chosen per model and target) and precision.
     cores:
@@ -697,6 +776,12 @@ def compile(
 
     docs/api.md shows it at work.
     """
+    if pipeline is not None and pipeline > 1 and (settings or polish is not None):
+        raise InvalidConfigError("settings and polish are latency-scheduler options, not pipeline")
+    if exchange_budget is not None and (settings or polish is not None):
+        raise InvalidConfigError(
+            "settings and polish are not available with exchange admission (it picks the schedule)"
+        )
     prepared = prepare(model, target, lanes=lanes, bits=bits, cores=cores, progress=progress)
     if emit:
         from raptor_cp.emit.program import pim_target
@@ -722,4 +807,4 @@ def compile(
             scheduler=scheduler,
             progress=progress,
         )
-    return compile_latency(prepared, scheduler, progress, emit=emit)
+    return compile_latency(prepared, scheduler, progress, settings, polish, emit=emit)

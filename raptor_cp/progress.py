@@ -8,6 +8,10 @@ exchange admission places and encodes candidates) also says what it is doing
 solver calls ``tick(phase, detail)`` at its sub-steps. Outside `reporting`
 `tick` does nothing, so library callers and tests pay nothing.
 
+CP-SAT reports from its own threads, where the context-local sink is not
+set: `ticker` binds ``tick`` to the current sink first (the CP-SAT models tick
+their best-so-far and bound this way, `raptor_cp.models.solve.search_ticker`).
+
 A tick reaches the callback as ``progress("tick", "<phase>: <detail>")``; the
 CLI's `raptor_cp.cli.common.Reporter` turns an activity that lasts about two
 seconds or more into ``partition   12.31 s  packing stage 2 of 3 ...`` lines.
@@ -38,6 +42,19 @@ def reporting(progress: Progress) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+def ticker(phase: str) -> Callable[[str], None] | None:
+    """`tick` for ``phase`` bound to the current sink, callable from any thread; None
+    outside `reporting` (nobody listens, so callers can skip the work of reporting)."""
+    progress = _current.get()
+    if progress is None:
+        return None
+
+    def report(detail: str) -> None:
+        progress(TICK, f"{phase}: {detail}")
+
+    return report
 
 
 def tick(phase: str, detail: str) -> None:

@@ -44,8 +44,12 @@ class Solver(Protocol):
 
 SOLVERS: dict[type, dict[str, str]] = {
     LatencyProblem: {
+        "auto": "raptor_cp.heuristics.portfolio:PortfolioScheduler",
         "heft": "raptor_cp.heuristics.heft:HeftScheduler",
         "peft": "raptor_cp.heuristics.peft:PeftScheduler",
+        "cpop": "raptor_cp.heuristics.cpop:CpopScheduler",
+        "peft-replicas": "raptor_cp.heuristics.replicated:ReplicatedPeftScheduler",
+        "heft-replicas": "raptor_cp.heuristics.replicated:ReplicatedHeftScheduler",
         "cpsat": "raptor_cp.models.latency:CpSatLatencyModel",
     },
     PackingProblem: {
@@ -72,7 +76,7 @@ SOLVERS: dict[type, dict[str, str]] = {
 """Problem type → method name → ``"module:Class"`` of the solver."""
 
 DEFAULT_METHOD: dict[type, str] = {
-    LatencyProblem: "peft",
+    LatencyProblem: "auto",
     PackingProblem: "stage",
     FewestCoresProblem: "fewest-cores",
     PartitionProblem: "prefix-dp",
@@ -80,7 +84,8 @@ DEFAULT_METHOD: dict[type, str] = {
     PipelineProblem: "beam",
 }
 """The method `solve` uses when none is given: the production heuristic of each problem
-(PEFT for latency, as the seeds' latency mode)."""
+(for latency the ``auto`` portfolio, whose first member and tie-break is the seeds' PEFT;
+docs/architecture.md, "Default scheduler")."""
 
 SETTING_NAMES = ("time_limit_s", "workers", "seed", "deterministic", "wall_cap_s")
 """Keywords of `raptor_cp.models.solve.SolveSettings`, accepted by every CP-SAT solver."""

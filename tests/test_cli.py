@@ -104,7 +104,8 @@ def test_example_prints_one_summary_line(
     assert process.returncode == 0, process.stderr
     pattern = (
         r"resnet18 on arch-a: \d+ tasks on \d+/168 cores, makespan \S+ \S+ "
-        rf"\(lower bound \S+ \S+\), {DEFAULT_SCHEDULER}, wrote {re.escape(str(out))}/\n"
+        rf"\(lower bound \S+ \S+, gap \S+ %\), {DEFAULT_SCHEDULER} \((peft|heft)\S* won\), "
+        rf"feasible, wrote {re.escape(str(out))}/\n"
     )
     assert re.fullmatch(pattern, process.stdout)
     assert [line.split()[0] for line in process.stderr.splitlines()] == list(PHASES)
@@ -205,6 +206,15 @@ def test_json_summary_is_the_only_output(tmp_path: Path) -> None:
         "cores_used": summary["cores_used"],
         "makespan_ns": json.loads((out / "schedule.json").read_text())["makespan_ns"],
         "lower_bound_ns": 450,  # a, b, d
+        "solver_bound_ns": 450,
+        "gap": (summary["makespan_ns"] - 450) / summary["makespan_ns"],
+        "winner": "peft",  # HEFT ties; ties go to PEFT
+        "members": {
+            "heft": summary["makespan_ns"],
+            "heft-replicas": "skipped: weight capacity unlimited",
+            "peft": summary["makespan_ns"],
+            "peft-replicas": "skipped: weight capacity unlimited",
+        },
         "lanes": 1,
         "out": str(out),
         "files": ["schedule.json", "trace.json"],
@@ -340,7 +350,12 @@ def test_inspect_json_reports_sizes_slots_and_bounds(tmp_path: Path) -> None:
         "largest_task_slots": 97,
         "core_capacity_slots": 96,
         "lower_bound_ns": 450,
-        "lower_bounds": {"critical_path_ns": 450, "work_per_core_ns": 4, "cores_needed": 2},
+        "lower_bounds": {
+            "critical_path_ns": 450,
+            "work_per_core_ns": 4,
+            "head_work_tail_ns": 401,
+            "cores_needed": 2,
+        },
         "warnings": [],
     }
 
@@ -356,7 +371,8 @@ def test_inspect_text_on_an_unlimited_target(tmp_path: Path) -> None:
         "tasks: 4, edges: 4 (512 bytes), lanes: 1",
         "weights: 1, weight slots needed 4 of unlimited available; largest task 4 of "
         "unlimited per core",
-        "lower bounds: makespan 450 ns (critical path 450 ns, work/cores 325 ns), cores needed 1",
+        "lower bounds: makespan 450 ns (critical path 450 ns, work/cores 325 ns, "
+        "head+work+tail 425 ns), cores needed 1",
     ]
 
 

@@ -97,21 +97,21 @@ def test_markdown_table_has_a_row_per_instance(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "All 2 instances agree; CP-SAT proved 2 optimal, skipped 0."
     assert _rows(result.stdout) == [
-        [str(chain), "generic:2", "3", "peft", "9", "9", "9", "9", "optimal", "0.0", "0.0", ""],
-        [str(pair), "generic:2", "2", "peft", "5", "5", "5", "5", "optimal", "0.0", "0.0", ""],
+        [str(chain), "generic:2", "3", "auto", "9", "9", "9", "9", "optimal", "0.0", "0.0", ""],
+        [str(pair), "generic:2", "2", "auto", "5", "5", "5", "5", "optimal", "0.0", "0.0", ""],
     ]
     assert lines[-1] == (
-        "Settings: mode latency, target generic:2, heuristic peft, CP-SAT time limit 1 "
+        "Settings: mode latency, target generic:2, heuristic auto, CP-SAT time limit 1 "
         "deterministic-time units per instance, workers 1, lanes auto, bits of the model."
     )
     progress = result.stderr.splitlines()
     assert len(progress) == 2
     assert re.fullmatch(
-        rf"\[1/2\] {re.escape(str(chain))}: 3 tasks \.\.\. peft 9 ns, CP-SAT 9 ns \(optimal\), "
+        rf"\[1/2\] {re.escape(str(chain))}: 3 tasks \.\.\. auto 9 ns, CP-SAT 9 ns \(optimal\), "
         r"agree, \d+\.\d\d s",
         progress[0],
     )
-    assert progress[1].startswith(f"[2/2] {pair}: 2 tasks ... peft 5 ns, CP-SAT 5 ns (optimal)")
+    assert progress[1].startswith(f"[2/2] {pair}: 2 tasks ... auto 5 ns, CP-SAT 5 ns (optimal)")
 
 
 def test_json_report_is_the_only_output(tmp_path: Path) -> None:
@@ -279,8 +279,8 @@ def test_cpsat_is_not_a_heuristic_to_audit(tmp_path: Path) -> None:
     result = _run(chain, "--scheduler", "cpsat")
     assert result.exit_code == 2
     assert result.stderr == (
-        "error: Invalid value for '--scheduler': 'cpsat' is not one of 'heft', 'peft' "
-        "(see main verify --help)\n"
+        "error: Invalid value for '--scheduler': 'cpsat' is not one of 'auto', 'cpop', "
+        "'heft', 'heft-replicas', 'peft', 'peft-replicas' (see main verify --help)\n"
     )
 
 

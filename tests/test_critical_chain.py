@@ -71,24 +71,34 @@ SUMMARY = {
     "cores": 168,
     "cores_used": 20,
     "lower_bound_ns": 1_000_000,
+    "solver_bound_ns": 1_000_000,
     "scheduler": "peft",
+    "status": "feasible",
     "out": "o",
 }
 
 
 def test_a_makespan_far_above_its_bound_names_what_binds() -> None:
     chain = {"dependency_ns": 500_000, "transfer_ns": 100_000, "queue_ns": 4_900_000}
-    summary = {**SUMMARY, "makespan_ns": 5_500_000, "critical_chain": {**chain, "binding": "queue"}}
+    summary = {
+        **SUMMARY,
+        "makespan_ns": 5_500_000,
+        "gap": 4.5 / 5.5,
+        "critical_chain": {**chain, "binding": "queue"},
+    }
     assert summary_line(summary) == (
-        "m on arch-a: 10 tasks on 20/168 cores, makespan 5.50 ms (lower bound 1.00 ms; 5.5x the "
-        "bound: 89 % of the critical chain is tasks queueing on busy cores), peft, wrote o/"
+        "m on arch-a: 10 tasks on 20/168 cores, makespan 5.50 ms (lower bound 1.00 ms, gap "
+        "81.8 %; 5.5x the bound: 89 % of the critical chain is tasks queueing on busy cores), "
+        "peft, feasible, wrote o/"
     )
 
 
 def test_a_makespan_near_its_bound_says_nothing_more() -> None:
     chain = {"dependency_ns": 1_500_000, "transfer_ns": 0, "queue_ns": 0, "binding": "dependency"}
-    summary = {**SUMMARY, "makespan_ns": 1_500_000, "critical_chain": chain}
-    assert summary_line(summary).endswith("makespan 1.50 ms (lower bound 1.00 ms), peft, wrote o/")
+    summary = {**SUMMARY, "makespan_ns": 1_500_000, "gap": 0.5 / 1.5, "critical_chain": chain}
+    assert summary_line(summary).endswith(
+        "makespan 1.50 ms (lower bound 1.00 ms, gap 33.3 %), peft, feasible, wrote o/"
+    )
 
 
 def test_a_pipeline_interval_far_above_its_bound_names_the_binding_term() -> None:

@@ -2,37 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from test_queue_engine import FakeTiming as Timing  # round numbers, global writes 20 ns/B
 
 from raptor_cp.periodic.analysis import analyse_periodic, dependency_finish
 from raptor_cp.periodic.events import Compute, Load, Recv, Send, build_events
 from raptor_cp.periodic.single_pass import single_pass
-
-
-@dataclass(frozen=True)
-class Timing:
-    """2 ns per control flit; 1 ns per payload and local byte; global reads 10 ns per byte."""
-
-    def cycle_ns(self) -> int:
-        return 1
-
-    def control_ns(self, src: int, dst: int) -> int:
-        return 2
-
-    def data_ns(self, src: int, dst: int, nbytes: int) -> int:
-        return nbytes
-
-    def local_read_ns(self, nbytes: int) -> int:
-        return nbytes
-
-    def local_write_ns(self, nbytes: int) -> int:
-        return nbytes
-
-    def global_read_ns(self, nbytes: int) -> int:
-        return 10 * nbytes
-
-    def global_write_ns(self, nbytes: int) -> int:
-        return 20 * nbytes
 
 
 def test_two_loads_serialize_on_the_one_memory_port() -> None:

@@ -259,3 +259,26 @@ def test_exact_references_do_not_match_longer_paths(tmp_path: Path) -> None:
     )
     with pytest.raises(InvalidInputError, match=message):
         load_suite(tmp_path / "bins.toml")
+
+
+def test_latency_cells_run_the_portfolio_and_its_polish(tmp_path: Path) -> None:
+    shutil.copytree(DATA / "stg", tmp_path / "stg")
+    (tmp_path / "auto.toml").write_text(
+        '[[study]]\nname = "auto"\nmode = "latency"\nworkloads = ["stg/rand0090.stg"]\n'
+        'targets = ["generic:4"]\n'
+        'solvers = ["auto", { method = "auto", polish = 0.3 }, { method = "cpsat", polish = 1 }]\n'
+    )
+    suite = load_suite(tmp_path / "auto.toml")
+    assert [c.variant.label for c in suite.cells()] == ["auto", "auto polish=0.3", "cpsat polish=1"]
+    plain, polished, refused = run_suite(suite, tmp_path / "out", show_progress=False).rows
+    assert (plain["objective"], plain["bound"], plain["status"]) == (78, 72, "feasible")
+    assert plain["details"]["winner"] == "heft"
+    assert "polish" not in plain["details"]
+    assert polished["details"]["polish"]["start_makespan_ns"] == 78
+    assert polished["details"]["polish"]["method"] == "exact"
+    assert polished["objective"] < 78
+    assert 0 < polished["deterministic_time"] < 0.4  # the budget; CP-SAT overshoots a little
+    assert refused["status"] == "error"
+    assert refused["error"] == (
+        "polish improves a heuristic's schedule; cpsat's budget is its time_limit_s"
+    )

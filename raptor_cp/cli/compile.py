@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from raptor_cp.cli.common import (
+    PositiveFinite,
     Reporter,
     UserError,
     bits_option,
@@ -61,7 +62,21 @@ DEFAULT_OUT = Path("raptor-out")
     type=click.Choice(methods(LatencyProblem)),
     default=DEFAULT_SCHEDULER,
     show_default=True,
-    help="Latency scheduler.",
+    help="Latency scheduler: auto (the best of peft, heft and their replica variants), one "
+    "of them, cpop, or cpsat (exact; small graphs).",
+)
+@click.option(
+    "--polish",
+    type=PositiveFinite(),
+    metavar="SECONDS",
+    help="Improve the heuristic's schedule with CP-SAT for this many deterministic-time "
+    "units (about seconds; the result is never longer and is checked).",
+)
+@click.option(
+    "--time-limit",
+    type=PositiveFinite(),
+    metavar="UNITS",
+    help="--scheduler cpsat: CP-SAT budget in deterministic-time units (default 10).",
 )
 @click.option(
     "--out",
@@ -135,6 +150,8 @@ def compile_command(
     pipeline: int | None,
     pipeline_method: str | None,
     scheduler: str,
+    polish: float | None,
+    time_limit: float | None,
     out: Path,
     lanes: int | None,
     bits: int | None,
@@ -169,6 +186,7 @@ def compile_command(
     depth = _pipeline_depth(ctx, mode, pipeline, plot)
     if depth is not None and exchange_budget is not None:
         raise UserError("--exchange-budget is available in latency mode only")
+    settings = _search_options(scheduler, polish, time_limit, depth, exchange_budget)
     if depth is None and periodic_diagnostics:
         raise UserError("--periodic-diagnostics needs pipeline mode (--pipeline N > 1)")
     if depth is None and pipeline_method is not None:
@@ -194,6 +212,8 @@ def compile_command(
                 pipeline=depth,
                 pipeline_method=pipeline_method,
                 scheduler=scheduler,
+                settings=settings,
+                polish=polish,
                 lanes=lanes,
                 cores=cores,
                 bits=bits,
@@ -220,6 +240,31 @@ def compile_command(
         progress("emit", f"{emit_dir}/")
         summary["emission"] |= {"out": str(emit_dir), "files": emitted}
     click.echo(json.dumps(summary, sort_keys=True) if as_json else summary_line(summary))
+
+
+def _search_options(
+    scheduler: str,
+    polish: float | None,
+    time_limit: float | None,
+    depth: int | None,
+    exchange_budget: int | None,
+) -> dict[str, float] | None:
+    """The scheduler settings of ``--time-limit``; rejects combinations that mean nothing."""
+    given = [name for name, value in (("--polish", polish), ("--time-limit", time_limit)) if value]
+    if given and depth is not None:
+        raise UserError(f"{given[0]} is a latency-mode option; pipeline mode has its own search")
+    if given and exchange_budget is not None:
+        raise UserError(f"{given[0]} is not available with --exchange-budget")
+    if time_limit is not None and scheduler != "cpsat":
+        raise UserError(
+            "--time-limit is the budget of --scheduler cpsat; to improve a heuristic's "
+            "schedule with CP-SAT use --polish SECONDS"
+        )
+    if polish is not None and scheduler == "cpsat":
+        raise UserError(
+            "--polish improves a heuristic's schedule; --scheduler cpsat takes --time-limit"
+        )
+    return None if time_limit is None else {"time_limit_s": time_limit}
 
 
 def _check_emit(
@@ -286,12 +331,28 @@ def _mode_line(summary: dict[str, Any], where: str) -> str:
             f"{format_ns(summary['lower_bound_ns'])}{_far_from_bound(summary)}), pipeline depth "
             f"{summary['pipeline']}, wrote {summary['out']}/"
         )
+    bound = max(summary["lower_bound_ns"], summary["solver_bound_ns"] or 0)
+    gap = "" if summary["gap"] is None else f", gap {100 * summary['gap']:.1f} %"
     return (
         f"{summary['model']} on {summary['target']}: {summary['tasks']} tasks on {where}, "
         f"makespan {format_ns(summary['makespan_ns'])} (lower bound "
-        f"{format_ns(summary['lower_bound_ns'])}{_far_from_bound(summary)}), "
-        f"{summary['scheduler']}, wrote {summary['out']}/"
+        f"{format_ns(bound)}{gap}{_far_from_bound(summary)}), {_solver_words(summary)}, "
+        f"{summary['status']}, wrote {summary['out']}/"
     )
+
+
+def _solver_words(summary: dict[str, Any]) -> str:
+    """``auto (heft won)``, ``auto (peft won), polish lns 2.65 ms -> 2.61 ms`` or ``peft``."""
+    from raptor_cp.reports.output import format_ns
+
+    words = summary["scheduler"]
+    if "winner" in summary:
+        words += f" ({summary['winner']} won)"
+    polish = summary.get("polish")
+    if polish is not None:
+        start = format_ns(polish["start_makespan_ns"])
+        words += f", polish {polish['method']} {start} -> {format_ns(summary['makespan_ns'])}"
+    return words
 
 
 FAR_FROM_BOUND = 2.0
@@ -310,7 +371,7 @@ def _far_from_bound(summary: dict[str, Any]) -> str:
 
     pipeline = summary["mode"] == "pipeline"
     value = summary["interval_ns" if pipeline else "makespan_ns"]
-    bound = summary["lower_bound_ns"]
+    bound = max(summary["lower_bound_ns"], summary.get("solver_bound_ns") or 0)
     if bound <= 0 or value < FAR_FROM_BOUND * bound:
         return ""
     if pipeline:

@@ -5,7 +5,12 @@ with costs averaged over cores and mean communication), and each is placed on
 the core where it finishes earliest, inserted into the first idle gap that fits
 after its data arrive. On top of the paper, a core is eligible only if the
 task's resident weights not already there fit its free capacity; HEFT does not
-recover from a task that fits nowhere (PEFT's reservations do).
+recover from a task that fits nowhere (PEFT's reservations do). Insertion uses
+PEFT's index of idle gaps and its transfer rows (`raptor_cp.heuristics.peft`:
+priced from hop distances where the target allows, with the two-class data-ready
+path, direct receives included): the same schedule as scanning every gap and
+pricing every core, without the quadratic gap scans on large graphs (20,000
+tasks on 16 cores: 7.7 s before, 1.1 s after, CPU time).
 
 References
 ----------
@@ -21,18 +26,16 @@ from typing import ClassVar, NoReturn
 
 import numpy as np
 
-from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError
-from raptor_cp.evaluation import evaluate
 from raptor_cp.heuristics.list_common import (
     CoreTimelines,
     Reservations,
     ResidentWeights,
-    TransferRows,
-    data_ready_ns,
     list_order,
+    list_solution,
 )
-from raptor_cp.problems import LatencyProblem, LatencySolution, Status
+from raptor_cp.heuristics.peft import HopTransferRows, IdleGaps
+from raptor_cp.problems import LatencyProblem, LatencySolution
 from raptor_cp.schedule import Schedule
 
 _NEVER = np.iinfo(np.int64).max
@@ -67,12 +70,22 @@ def upward_rank(problem: LatencyProblem) -> np.ndarray:
     return np.asarray(rank, dtype=np.int64)
 
 
-def heft_schedule(problem: LatencyProblem) -> Schedule:
+def heft_schedule(
+    problem: LatencyProblem,
+    priority: np.ndarray | None = None,
+    reserved: np.ndarray | None = None,
+    pin: np.ndarray | None = None,
+    name: str = "heft",
+) -> Schedule:
     """Run HEFT on ``problem`` and return its schedule (with HEFT's estimated starts).
 
     Order: decreasing `upward_rank` among ready tasks, smaller task id on ties
     (`list_order`). Core: smallest insertion-based earliest finish time among the
-    capacity-eligible cores, lowest core id on ties.
+    capacity-eligible cores, lowest core id on ties. ``priority`` replaces the
+    upward rank and ``reserved`` (``(W, P)`` bool) makes weights resident up
+    front (the portfolio's variants); ``pin[t] >= 0`` sends task ``t`` to that
+    core whenever it is eligible there (CPOP's critical-path core);
+    ``name`` labels the schedule.
 
     Raises
     ------
@@ -84,18 +97,26 @@ def heft_schedule(problem: LatencyProblem) -> Schedule:
     core = np.full(graph.num_tasks, -1, dtype=np.int64)
     start = np.zeros(graph.num_tasks, dtype=np.int64)
     finish = np.zeros(graph.num_tasks, dtype=np.int64)
-    rows = TransferRows(target)
+    rows = HopTransferRows(target)
     timelines = CoreTimelines(cores)
+    longest = (graph.cost if graph.core_cost is None else graph.core_cost).max(initial=0)
+    gaps = IdleGaps(cores, int(longest))
     weights = Reservations(graph, target)
-    for task in list_order(graph, upward_rank(problem)).tolist():
+    if reserved is not None:
+        weights.reserve(reserved)
+    rank = upward_rank(problem) if priority is None else priority
+    for task in list_order(graph, rank).tolist():
         if graph.core_cost is not None:
             duration = graph.core_cost[task]
         else:
             duration = np.full(cores, graph.cost[task], dtype=np.int64)
-        ready = data_ready_ns(graph, task, core, finish, rows, cores)
+        ready = rows.data_ready(graph, task, core, finish)
         eligible = weights.eligible(task)
         if not eligible.any():
             _raise_no_room(problem, weights.resident, task)
+        if pin is not None and pin[task] >= 0 and eligible[pin[task]]:
+            eligible = np.zeros(cores, dtype=bool)
+            eligible[pin[task]] = True
         eft = np.where(eligible, timelines.append_starts(ready) + duration, _NEVER)
         chosen = int(np.argmin(eft))
         # Appending is exact where the core is free by `ready` or has no gap wide
@@ -107,19 +128,28 @@ def heft_schedule(problem: LatencyProblem) -> Schedule:
             & (timelines.last_finish > ready)
             & (timelines.widest_gap >= duration)
             & (lower <= eft[chosen])
+            & gaps.may_fit(ready, duration)
         )
         for p in gappy[np.argsort(lower[gappy], kind="stable")].tolist():
             if (lower[p], p) > (eft[chosen], chosen):
                 break
-            eft[p] = timelines.gap_start(p, int(ready[p]), int(duration[p])) + duration[p]
+            length = int(duration[p])
+            if length == 0:
+                found: int | None = timelines.gap_start(p, int(ready[p]), 0)
+            else:  # a gap starting after this could not finish by the best (finish, core)
+                found = gaps.earliest(p, int(ready[p]), length, int(eft[chosen]) - length)
+            if found is None:
+                continue
+            eft[p] = found + length
             if (eft[p], p) < (eft[chosen], chosen):
                 chosen = p
         finish[task] = eft[chosen]
         start[task] = finish[task] - duration[chosen]
         core[task] = chosen
+        gaps.occupy(chosen, int(start[task]), int(finish[task]), int(timelines.last_finish[chosen]))
         timelines.place(chosen, task, int(start[task]), int(finish[task]))
         weights.add(task, chosen)
-    return Schedule(timelines.core_order(), start, "heft")
+    return Schedule(timelines.core_order(), start, name)
 
 
 def _raise_no_room(problem: LatencyProblem, weights: ResidentWeights, task: int) -> NoReturn:
@@ -142,14 +172,4 @@ class HeftScheduler:
     def solve(self, problem: LatencyProblem) -> LatencySolution:
         """Schedule ``problem``; objective is `evaluate`'s makespan, bound the lower bounds'."""
         began = time.perf_counter()
-        schedule = heft_schedule(problem)
-        objective = evaluate(problem, schedule).makespan_ns
-        bound = lower_bounds(problem.graph, problem.target).makespan_ns
-        return LatencySolution(
-            schedule=schedule,
-            status=Status.FEASIBLE,
-            solver=self.name,
-            objective=objective,
-            bound=bound,
-            wall_s=time.perf_counter() - began,
-        )
+        return list_solution(problem, heft_schedule(problem), self.name, began)

@@ -13,6 +13,7 @@ All times are integer ns in int64 numpy arrays indexed by core.
 from __future__ import annotations
 
 import heapq
+import time
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
@@ -20,8 +21,38 @@ from functools import lru_cache
 
 import numpy as np
 
+from raptor_cp.bounds import lower_bounds
+from raptor_cp.evaluation import evaluate
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.problems import LatencyProblem, LatencySolution, Status
+from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import SchedulingTarget
+
+
+def list_solution(
+    problem: LatencyProblem,
+    schedule: Schedule,
+    solver: str,
+    began: float,
+    details: dict[str, object] | None = None,
+) -> LatencySolution:
+    """A list scheduler's `LatencySolution`: `evaluate`'s makespan and the analytic bound.
+
+    Status is OPTIMAL when the makespan meets the bound (`raptor_cp.bounds`:
+    a proof that no schedule is shorter), FEASIBLE otherwise. ``began`` is the
+    ``time.perf_counter()`` at which the solver started.
+    """
+    objective = evaluate(problem, schedule).makespan_ns
+    bound = lower_bounds(problem.graph, problem.target).makespan_ns
+    return LatencySolution(
+        schedule=schedule,
+        status=Status.OPTIMAL if objective == bound else Status.FEASIBLE,
+        solver=solver,
+        objective=objective,
+        bound=bound,
+        wall_s=time.perf_counter() - began,
+        details=details or {},
+    )
 
 
 def list_order(graph: ComputeGraph, priority: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ Core
     insertion policy (earliest idle gap after the data arrive, as in HEFT).
     Smallest ``O_EFT`` wins; ties go to the smaller EFT, then the lower core id.
     Appending after a core's last task is priced for all cores at once; a gap is
-    searched only on cores that an index of idle gaps (`_IdleGaps`) says could
+    searched only on cores that an index of idle gaps (`IdleGaps`) says could
     hold the task, whose bound ``ready + w + OCT`` can still reach the best
     ``O_EFT``, in increasing bound order, and only up to the latest start that
     could still tie. The result is the same as scanning every gap.
@@ -83,9 +83,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from raptor_cp.bounds import lower_bounds
 from raptor_cp.errors import NotFoundWithinBudgetError
-from raptor_cp.evaluation import evaluate
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.list_common import (
     CoreTimelines,
@@ -93,6 +91,7 @@ from raptor_cp.heuristics.list_common import (
     TransferRows,
     data_ready_ns,
     list_order,
+    list_solution,
     uniform_price,
     uniform_rows,
 )
@@ -101,7 +100,7 @@ from raptor_cp.heuristics.resident_packing import (
     REPLAY_CHECK_BUDGET,
     pack_resident_weights,
 )
-from raptor_cp.problems import LatencyProblem, LatencySolution, Status
+from raptor_cp.problems import LatencyProblem, LatencySolution
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import SchedulingTarget
 
@@ -272,7 +271,7 @@ def _rank(graph: ComputeGraph, table: np.ndarray) -> np.ndarray:
     return table.sum(axis=1) if graph.core_cost is not None else table[:, 0]
 
 
-class _IdleGaps:
+class IdleGaps:
     """The idle gaps of every core, indexed for insertion queries.
 
     A core's gaps are its maximal idle intervals before its last finish, in time
@@ -361,6 +360,7 @@ def _peft_pass(
     rows: HopTransferRows,
     reservations: Reservations,
     counters: _Counters,
+    name: str = "peft",
 ) -> Schedule | int:
     """Place every task of ``order``; return the schedule, or the first task that fits no core.
 
@@ -377,7 +377,7 @@ def _peft_pass(
     finish = np.zeros(graph.num_tasks, dtype=np.int64)
     timelines = CoreTimelines(cores)
     longest = (graph.cost if uniform else graph.core_cost).max(initial=0)
-    gaps = _IdleGaps(cores, int(longest))
+    gaps = IdleGaps(cores, int(longest))
     counters.passes += 1
     for task in order:
         eligible = reservations.eligible(task)
@@ -418,12 +418,12 @@ def _peft_pass(
         timelines.place(chosen, task, int(start[task]), int(finish[task]))
         reservations.add(task, chosen)
     counters.extra["estimated_makespan_ns"] = int(finish.max()) if graph.num_tasks else 0
-    return Schedule(timelines.core_order(), start, PeftScheduler.name)
+    return Schedule(timelines.core_order(), start, name)
 
 
 def _search_gaps(
     timelines: CoreTimelines,
-    gaps: _IdleGaps,
+    gaps: IdleGaps,
     cores: np.ndarray,
     ready: np.ndarray,
     duration: np.ndarray,
@@ -504,8 +504,14 @@ def peft_schedule(
     problem: LatencyProblem,
     max_replays: int = MAX_REPLAYS,
     replay_check_budget: int = REPLAY_CHECK_BUDGET,
+    reserved: np.ndarray | None = None,
+    name: str = "peft",
 ) -> tuple[Schedule, dict[str, object]]:
     """Run PEFT on ``problem``: the schedule (with PEFT's starts) and its counters.
+
+    ``reserved`` (``(W, P)`` bool, e.g. a `replication.ReplicationPlan`) makes
+    those weights resident before the first task, as the constructor's
+    reservations are after a failed pass. ``name`` labels the schedule.
 
     Raises
     ------
@@ -519,7 +525,9 @@ def peft_schedule(
     rows = HopTransferRows(target)
     counters = _Counters()
     tracked = Reservations(graph, target)
-    result = _peft_pass(problem, order, table, rows, tracked, counters)
+    if reserved is not None:
+        tracked.reserve(reserved)
+    result = _peft_pass(problem, order, table, rows, tracked, counters, name)
     counters.extra["prefer_reuse"] = tracked.prefer_reuse
     counters.extra["recovery"] = isinstance(result, int)
     if isinstance(result, int):
@@ -529,7 +537,7 @@ def peft_schedule(
         counters.extra.update(stats)
         seeded = Reservations(graph, target)
         seeded.reserve(reserved)
-        result = _peft_pass(problem, order, table, rows, seeded, counters)
+        result = _peft_pass(problem, order, table, rows, seeded, counters, name)
         assert isinstance(result, Schedule), "constructor reservations admit every task"
     details: dict[str, object] = {
         "candidate_checks": counters.candidate_checks,
@@ -559,14 +567,4 @@ class PeftScheduler:
         """Schedule ``problem``; objective is `evaluate`'s makespan, bound the lower bounds'."""
         began = time.perf_counter()
         schedule, details = peft_schedule(problem, self.max_replays, self.replay_check_budget)
-        objective = evaluate(problem, schedule).makespan_ns
-        bound = lower_bounds(problem.graph, problem.target).makespan_ns
-        return LatencySolution(
-            schedule=schedule,
-            status=Status.FEASIBLE,
-            solver=self.name,
-            objective=objective,
-            bound=bound,
-            wall_s=time.perf_counter() - began,
-            details=details,
-        )
+        return list_solution(problem, schedule, self.name, began, details)

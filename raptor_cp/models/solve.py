@@ -44,14 +44,21 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from raptor_cp.errors import InvalidConfigError, RaptorError
 from raptor_cp.problems import Status, relative_gap
+from raptor_cp.progress import ticker
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
+
+SearchProgress = Callable[[int | None, int | None], None]
+"""Called with (best objective so far, best proved bound) whenever either improves;
+either may be None while unknown. Only reports: it never changes the search. (Not a
+`raptor_cp.progress.Progress`: models turn it into `raptor_cp.progress.tick` lines.)"""
 
 
 @dataclass(frozen=True)
@@ -129,8 +136,19 @@ class CpSatRun:
         return self.status in (Status.OPTIMAL, Status.FEASIBLE)
 
 
-def run_cpsat(model: cp_model.CpModel, settings: SolveSettings) -> CpSatRun:
+def run_cpsat(
+    model: cp_model.CpModel,
+    settings: SolveSettings,
+    progress: SearchProgress | None = None,
+    tuning: dict[str, object] | None = None,
+) -> CpSatRun:
     """Solve ``model`` under ``settings`` and map the result onto `Status`.
+
+    ``progress`` (see `SearchProgress`; minimisation models) is told every new
+    solution and every better bound, from CP-SAT's solution and bound callbacks
+    (on CP-SAT's threads).
+    ``tuning`` sets further CP-SAT parameters by name (search effort only, e.g.
+    the LNS windows' ``linearization_level``; never the settings above).
 
     UNKNOWN (time limit without a solution) becomes NOT_FOUND, never INFEASIBLE:
     only a proof is reported as infeasibility. A model without objective that
@@ -146,6 +164,8 @@ def run_cpsat(model: cp_model.CpModel, settings: SolveSettings) -> CpSatRun:
     params = solver.parameters
     params.num_workers = settings.workers
     params.random_seed = settings.seed
+    for name, value in (tuning or {}).items():
+        setattr(params, name, value)
     if settings.deterministic:
         params.max_deterministic_time = settings.time_limit_s
         params.interleave_search = settings.workers > 1
@@ -153,8 +173,11 @@ def run_cpsat(model: cp_model.CpModel, settings: SolveSettings) -> CpSatRun:
             params.max_time_in_seconds = settings.wall_cap_s
     else:
         params.max_time_in_seconds = settings.time_limit_s
+    callback = None if progress is None else _progress_callback(progress)
+    if callback is not None:
+        solver.best_bound_callback = callback.on_bound
     began = time.perf_counter()
-    code = solver.solve(model)
+    code = solver.solve(model, callback)
     wall_s = time.perf_counter() - began
     if code == cp_model.MODEL_INVALID:
         raise RaptorError(f"invalid CP-SAT model: {solver.solution_info() or 'rejected by CP-SAT'}")
@@ -191,3 +214,40 @@ def run_cpsat(model: cp_model.CpModel, settings: SolveSettings) -> CpSatRun:
         and status in (Status.FEASIBLE, Status.NOT_FOUND)
         and solver.deterministic_time < settings.time_limit_s,
     )
+
+
+def search_ticker(phase: str, unit: Callable[[int], str]) -> SearchProgress | None:
+    """A `SearchProgress` ticking ``"<phase>: best <x>, bound <y>"`` to the current
+    `raptor_cp.progress` sink, values written with ``unit``; None outside `reporting`."""
+    tell = ticker(phase)
+    if tell is None:
+        return None
+
+    def report(best: int | None, bound: int | None) -> None:
+        found = "none yet" if best is None else unit(best)
+        tell(f"best {found}, bound {'unknown' if bound is None else unit(bound)}")
+
+    return report
+
+
+def _progress_callback(progress: SearchProgress) -> cp_model.CpSolverSolutionCallback:
+    """A solution callback forwarding (objective, bound) of a minimisation to ``progress``.
+
+    Its ``on_bound`` method is meant for ``CpSolver.best_bound_callback``. The
+    class is defined here so that importing this module does not import ortools.
+    """
+    from ortools.sat.python import cp_model
+
+    class ProgressCallback(cp_model.CpSolverSolutionCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.objective: int | None = None
+
+        def on_solution_callback(self) -> None:
+            self.objective = round(self.objective_value)
+            progress(self.objective, math.ceil(self.best_objective_bound - 1e-6))
+
+        def on_bound(self, bound: float) -> None:
+            progress(self.objective, math.ceil(bound - 1e-6))
+
+    return ProgressCallback()

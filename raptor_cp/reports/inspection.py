@@ -49,6 +49,7 @@ def inspection(prepared: Prepared, bounds: LowerBounds) -> dict[str, Any]:
         "lower_bounds": {
             "critical_path_ns": bounds.critical_path_ns,
             "work_per_core_ns": bounds.work_per_core_ns,
+            "head_work_tail_ns": bounds.head_work_tail_ns,
             "cores_needed": bounds.cores_needed,
         },
         "warnings": list(prepared.warnings),
@@ -76,5 +77,6 @@ def inspection_lines(report: dict[str, Any]) -> list[str]:
         "per core",
         f"lower bounds: makespan {format_ns(report['lower_bound_ns'])} (critical path "
         f"{format_ns(bounds['critical_path_ns'])}, work/cores "
-        f"{format_ns(bounds['work_per_core_ns'])}), cores needed {bounds['cores_needed']}",
+        f"{format_ns(bounds['work_per_core_ns'])}, head+work+tail "
+        f"{format_ns(bounds['head_work_tail_ns'])}), cores needed {bounds['cores_needed']}",
     ]

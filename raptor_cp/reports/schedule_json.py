@@ -3,7 +3,8 @@
 One writer for both modes. Every document has the same core: format and
 version, mode, model, target, scheduler, status, cores, every task's core,
 start, end, operation and lane, each core's order and work. Latency documents
-add the makespan, its bounds and the evaluation summary; pipeline documents add
+add the makespan, its bounds and gap, how the solver found it (the portfolio's
+winner and members, the polish) and the evaluation summary; pipeline documents add
 each core's and task's stage, the core budgets and the interval estimate (task
 times there are relative to the start of the task's stage within one interval,
 cross-stage inputs ready at 0).
@@ -90,11 +91,14 @@ def _latency_document(result: LatencyResult) -> dict[str, object]:
         "makespan_ns": int(evaluation.makespan_ns),
         "lower_bound_ns": bounds.makespan_ns,
         "solver_bound_ns": None if solution.bound is None else int(solution.bound),
+        "gap": result.gap,
         "lower_bounds": {
             "critical_path_ns": bounds.critical_path_ns,
             "work_per_core_ns": bounds.work_per_core_ns,
+            "head_work_tail_ns": bounds.head_work_tail_ns,
             "cores_needed": bounds.cores_needed,
         },
+        **result.solver_facts(),
         "cores_used": int(evaluation.cores_used),
         "summary": {
             "makespan_ns": int(evaluation.makespan_ns),

@@ -12,7 +12,8 @@ file names it wrote (none when the study has nothing to show in that form):
 * `heuristic_vs_exact`: the heuristic's objective against CP-SAT's, per cell of
   an audit study, with the diagonal.
 
-Every figure has labelled axes and a legend; file names are derived from the
+Every figure has labelled axes and names its series (a legend, or the tick labels of
+the gap plot, whose legend would hide points); file names are derived from the
 study name, so identical runs write identical names.
 """
 
@@ -71,12 +72,13 @@ def gap_distribution(study: str, rows: Sequence[Row], folder: Path) -> list[str]
     for i, name in enumerate(names, start=1):
         values = by_variant[name]
         offsets = [i + 0.18 * ((k % 7) / 6 - 0.5) for k in range(len(values))]
-        ax.scatter(offsets, values, s=8, alpha=0.5, label=f"{name} ({len(values)} cells)")
-    ax.set_xticks(range(1, len(names) + 1), names, rotation=20, ha="right")
+        ax.scatter(offsets, values, s=8, alpha=0.5)
+    # The cell counts go in the tick labels: a legend box would hide the tallest points.
+    labels = [f"{n} ({len(by_variant[n])})" for n in names]
+    ax.set_xticks(range(1, len(names) + 1), labels, rotation=20, ha="right")
     ax.set_ylabel("gap to best proved bound (%)")
-    ax.set_xlabel("solver / variant")
+    ax.set_xlabel("solver / variant (cells)")
     ax.set_title(f"{study}: gap to bound per solver")
-    ax.legend(fontsize=7, loc="upper right")
     return [_save(fig, folder / f"{slug(study)}-gap.png")]
 
 

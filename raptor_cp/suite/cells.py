@@ -26,7 +26,7 @@ from typing import Any
 
 from raptor_cp.errors import RaptorError
 from raptor_cp.problems import Status, relative_gap
-from raptor_cp.suite.spec import EXAMPLE, Cell
+from raptor_cp.suite.spec import EXAMPLE, EXTERNAL, Cell
 
 Row = dict[str, Any]
 
@@ -82,7 +82,7 @@ def _base(cell: Cell) -> Row:
         "workload": cell.workload,
         "target": cell.target,
         "variant": cell.variant.label,
-        "solver": cell.variant.method,
+        "solver": cell.variant.label if cell.variant.method == EXTERNAL else cell.variant.method,
         "part": None,
         "size": None,
         "cores": None,
@@ -111,13 +111,19 @@ def _latency(cell: Cell, path: str, artifacts: dict[str, bytes]) -> list[Row]:
     from raptor_cp.flows import compile_latency, prepare
 
     prepared = prepare(path, cell.target, lanes=cell.lanes, bits=cell.bits)
+    if cell.variant.method == EXTERNAL:
+        return _external_latency(cell, prepared)
+    settings = dict(cell.variant.settings)
+    polish = settings.pop("polish", None)
     began = time.perf_counter()
-    result = compile_latency(prepared, cell.variant.method, settings=dict(cell.variant.settings))
+    result = compile_latency(prepared, cell.variant.method, settings=settings, polish=polish)
     wall = time.perf_counter() - began
     solution = result.solution
-    bound = max(result.bounds.makespan_ns, solution.bound or 0)
+    bound = result.best_bound_ns
     if cell.gantt:
         artifacts[f"gantt-{cell.id}.png"] = _gantt(result)
+    facts = result.solver_facts()
+    polished = facts.get("polish", {})
     return [
         {
             "size": prepared.graph.num_tasks,
@@ -127,8 +133,48 @@ def _latency(cell: Cell, path: str, artifacts: dict[str, bytes]) -> list[Row]:
             "bound": bound,
             "status": _status(result.makespan_ns, bound, solution.status),
             "wall_s": wall,
-            "deterministic_time": solution.details.get("deterministic_time"),
-            "details": {"cores_used": int(result.evaluation.cores_used)},
+            "deterministic_time": polished.get(
+                "deterministic_time", solution.details.get("deterministic_time")
+            ),
+            "details": {
+                "cores_used": int(result.evaluation.cores_used),
+                **{key: facts[key] for key in ("winner", "polish") if key in facts},
+            },
+        }
+    ]
+
+
+def _external_latency(cell: Cell, prepared: Any) -> list[Row]:
+    """A scheduler outside raptor-cp on the same problem, re-timed and checked
+    (`raptor_cp.suite.external`); ``wall_s`` is the time the program reports for its
+    own scheduling when it does (its start-up and the instance's parsing excluded)."""
+    from pathlib import Path
+
+    from raptor_cp.bounds import lower_bounds
+    from raptor_cp.problems import LatencyProblem
+    from raptor_cp.suite.external import ExternalScheduler
+
+    settings = dict(cell.variant.settings)
+    problem = LatencyProblem(prepared.graph, prepared.target)
+    scheduler = ExternalScheduler(
+        label=cell.variant.label,
+        command=tuple(settings["command"]),
+        cwd=Path(settings["cwd"]),
+        timeout_s=float(settings["timeout_s"]),
+    )
+    solution = scheduler.solve(problem)
+    bound = lower_bounds(problem.graph, problem.target).makespan_ns
+    assert solution.schedule is not None and solution.objective is not None
+    return [
+        {
+            "size": problem.graph.num_tasks,
+            "cores": problem.target.cores,
+            "objective": solution.objective,
+            "unit": "ns",
+            "bound": bound,
+            "status": _status(solution.objective, bound, solution.status),
+            "wall_s": solution.wall_s,
+            "details": {"cores_used": sum(1 for order in solution.schedule.core_order if order)},
         }
     ]
 

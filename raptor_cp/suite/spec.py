@@ -13,7 +13,8 @@ documents the format; in short::
     mode = "latency"            # latency, pipeline, exchange, audit, packing, cycle-ratio
     workloads = ["@example", "models/lenet5.onnx", "glob:stg/*.stg"]   # relative paths
     targets = ["arch-a", "generic:4"]
-    solvers = ["peft", "heft", { method = "cpsat", time_limit = 2, workers = 1 }]
+    solvers = ["auto", "heft", { method = "auto", polish = 1 },
+               { method = "cpsat", time_limit = 2, workers = 1 }]
 
 Paths in a suite are relative to the suite file; ``@example`` is the bundled
 ResNet-18.
@@ -42,6 +43,8 @@ MODES = ("latency", "pipeline", "exchange", "audit", "packing", "cycle-ratio")
 IPU exchange admission, a ``verify`` audit, bin packing (fewest cores), maximum cycle ratio."""
 EXAMPLE = "@example"
 """The bundled ResNet-18 as a workload."""
+EXTERNAL = "external"
+"""The method of a latency scheduler outside raptor-cp (`raptor_cp.suite.external`)."""
 
 _STUDY_KEYS = {
     "name": str,
@@ -84,7 +87,9 @@ class Variant:
 
     @property
     def label(self) -> str:
-        """A short, unique name of the variant within its study."""
+        """A short, unique name of the variant within its study (an external solver's name)."""
+        if self.method == EXTERNAL:
+            return str(dict(self.settings)["name"])
         parts = [self.method]
         if self.depth is not None:
             parts.append(f"depth {self.depth}")
@@ -308,7 +313,7 @@ def _study(entry: Any, index: int, file: Path, base: Path) -> Study:
         mode=mode,
         workloads=workloads,
         targets=tuple(targets),
-        variants=_variants(entry, mode, where),
+        variants=_variants(entry, mode, base, where),
         lanes=_lanes(entry.get("lanes"), where),
         bits=entry.get("bits"),
         references=references,
@@ -355,7 +360,7 @@ def _name(path: Path, base: Path) -> str:
     return Path(os.path.relpath(path, base)).as_posix()
 
 
-def _variants(entry: dict[str, Any], mode: str, where: str) -> tuple[Variant, ...]:
+def _variants(entry: dict[str, Any], mode: str, base: Path, where: str) -> tuple[Variant, ...]:
     """The study's columns: solvers, or depths (pipeline), budgets (exchange), audits."""
     if mode == "pipeline":
         depths = entry.get("depths", [4])
@@ -371,12 +376,52 @@ def _variants(entry: dict[str, Any], mode: str, where: str) -> tuple[Variant, ..
     if mode == "audit":
         audits = entry.get("audits", ["latency"])
         return tuple(_variant(a, where) for a in audits)
-    default = {"latency": "peft", "packing": "fewest-cores", "cycle-ratio": "howard"}[mode]
-    return tuple(_variant(s, where) for s in entry.get("solvers", [default]))
+    default = {"latency": "auto", "packing": "fewest-cores", "cycle-ratio": "howard"}[mode]
+    solvers = entry.get("solvers", [default])
+    if mode == "latency":
+        return tuple(
+            _external(s, base, where) if _is_external(s) else _variant(s, where) for s in solvers
+        )
+    if any(_is_external(s) for s in solvers):
+        raise InvalidInputError(f"{where}: external solvers run in latency studies only")
+    return tuple(_variant(s, where) for s in solvers)
+
+
+def _is_external(spec: Any) -> bool:
+    return isinstance(spec, dict) and spec.get("method") == EXTERNAL
+
+
+def _external(spec: dict[str, Any], base: Path, where: str) -> Variant:
+    """``{ method = "external", name = "saga-heft", command = [...], timeout = 600 }``.
+
+    The command runs with the suite's folder as working directory
+    (`raptor_cp.suite.external`); ``name`` is the column's label.
+    """
+    unknown = set(spec) - {"method", "name", "command", "timeout"}
+    if unknown:
+        raise InvalidInputError(f"{where}: external solver: unknown key {sorted(unknown)[0]!r}")
+    name, command = spec.get("name"), spec.get("command")
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError(f"{where}: an external solver needs a 'name'")
+    if not command or not isinstance(command, list) or not all(isinstance(c, str) for c in command):
+        raise InvalidInputError(
+            f"{where}: external solver {name!r}: command must be a list of strings"
+        )
+    timeout = spec.get("timeout", 600)
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise InvalidInputError(
+            f"{where}: external solver {name!r}: timeout must be positive seconds"
+        )
+    settings = {"name": name, "command": tuple(command), "cwd": str(base), "timeout_s": timeout}
+    return Variant(EXTERNAL, tuple(sorted(settings.items())))
 
 
 def _variant(spec: Any, where: str) -> Variant:
-    """``"peft"`` or ``{ method = "cpsat", time_limit = 2, workers = 1, ... }``."""
+    """``"peft"`` or ``{ method = "cpsat", time_limit = 2, workers = 1, ... }``.
+
+    A latency method's ``polish = SECONDS`` polishes its schedule with CP-SAT
+    (`raptor_cp.flows.compile_latency`); the other keys are the solver's settings.
+    """
     if isinstance(spec, str):
         return Variant(spec)
     if not isinstance(spec, dict) or not isinstance(spec.get("method"), str):

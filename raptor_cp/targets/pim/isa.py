@@ -189,6 +189,34 @@ def _masks(op: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
+RECORD_SLOTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("r2", ("scalar",), "imm"),
+    ("g1", ("setbw",), "ibiw"),
+    ("g2", ("setbw",), "obiw"),
+    ("r2", ("mvmul",), "mbiw"),
+    ("g1", ("mvmul",), "relu"),
+    ("g2", ("mvmul",), "group"),
+    ("r2", ("vector",), "rs2"),
+    ("g3", ("vector",), "len"),
+    ("g3", ("transfer",), "size"),
+    ("r2", ("peer", "sync"), "core"),
+    ("g3", ("local",), "len"),
+    ("r2", ("lldi",), "imm"),
+    ("g1", ("events",), "event_register"),
+    ("g2", ("wait",), "wait_value"),
+)
+"""Which ``.pim`` record slot holds which field, for which kinds of instruction: one
+table, so `encode_records` and `decode_records` are each other's inverse by construction."""
+
+
+def _any(masks: dict[str, np.ndarray], kinds: tuple[str, ...]) -> np.ndarray:
+    """The instructions of any of ``kinds``."""
+    mask = masks[kinds[0]]
+    for kind in kinds[1:]:
+        mask = mask | masks[kind]
+    return mask
+
+
 def encode_records(program: CoreProgram) -> np.ndarray:
     """``program`` as ``.pim`` records (`RECORD_DTYPE`); registers must be 0..255."""
     op = program.op
@@ -199,23 +227,9 @@ def encode_records(program: CoreProgram) -> np.ndarray:
     records["rd"] = v[:, COLUMN["rd"]]
     records["rs1"] = v[:, COLUMN["rs1"]]
 
-    def put(slot: str, mask: np.ndarray, field: str) -> None:
+    for slot, kinds, field in RECORD_SLOTS:
+        mask = _any(m, kinds)
         records[slot][mask] = v[mask, COLUMN[field]]
-
-    put("r2", m["scalar"], "imm")
-    put("g1", m["setbw"], "ibiw")
-    put("g2", m["setbw"], "obiw")
-    put("r2", m["mvmul"], "mbiw")
-    put("g1", m["mvmul"], "relu")
-    put("g2", m["mvmul"], "group")
-    put("r2", m["vector"], "rs2")
-    put("g3", m["vector"], "len")
-    put("g3", m["transfer"], "size")
-    put("r2", m["peer"] | m["sync"], "core")
-    put("g3", m["local"], "len")
-    put("r2", m["lldi"], "imm")
-    put("g1", m["events"], "event_register")
-    put("g2", m["wait"], "wait_value")
     return records
 
 
@@ -227,21 +241,7 @@ def decode_records(records: np.ndarray) -> CoreProgram:
     values[:, COLUMN["rd"]] = records["rd"]
     values[:, COLUMN["rs1"]] = records["rs1"]
 
-    def take(field: str, mask: np.ndarray, slot: str) -> None:
+    for slot, kinds, field in RECORD_SLOTS:
+        mask = _any(m, kinds)
         values[mask, COLUMN[field]] = records[slot][mask]
-
-    take("imm", m["scalar"], "r2")
-    take("ibiw", m["setbw"], "g1")
-    take("obiw", m["setbw"], "g2")
-    take("mbiw", m["mvmul"], "r2")
-    take("relu", m["mvmul"], "g1")
-    take("group", m["mvmul"], "g2")
-    take("rs2", m["vector"], "r2")
-    take("len", m["vector"], "g3")
-    take("size", m["transfer"], "g3")
-    take("core", m["peer"] | m["sync"], "r2")
-    take("len", m["local"], "g3")
-    take("imm", m["lldi"], "r2")
-    take("event_register", m["events"], "g1")
-    take("wait_value", m["wait"], "g2")
     return CoreProgram(op, values)

@@ -1,0 +1,1 @@
+"""Adapters that run baselines outside raptor-cp as cells of ``raptor-cp report``."""
