@@ -358,7 +358,8 @@ class _Search:
             stages = [[s.first, s.stop, s.cores] for s in candidate.stages]
             raise SelectionStoppedError(
                 f"pipeline selection stopped: candidate {candidate.index} (stages {stages}) "
-                f"lacks {prop}: {'; '.join(cost.reasons)}",
+                f"lacks {prop}: {'; '.join(cost.reasons)} (--pipeline-method initial keeps the "
+                "initialized schedule without comparing candidates)",
                 candidate.index,
                 prop,
             )
