@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from test_pipeline_stage_costs import SmallCores
 
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.prefix_dp import SPARE_UNITS, initial_partition
@@ -13,7 +14,6 @@ from raptor_cp.pipeline.initial import partition_problem, tabulate_grid
 from raptor_cp.pipeline.stage_costs import StageCosts
 from raptor_cp.pipeline.units import UnitCosts, unit_bounds
 from raptor_cp.targets.generic import GenericTarget
-from tests.test_pipeline_stage_costs import SmallCores
 
 
 def _chain(n: int, weights: int = 0) -> ComputeGraph:
