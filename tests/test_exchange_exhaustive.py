@@ -39,4 +39,5 @@ def test_admission_finds_a_plan_whenever_exhaustive_search_does() -> None:
         assert (state.selected is not None) == bool(fits), budget
         assert state.selected is None or state.selected in fits
         outcomes.append(state.selected is not None)
-    assert True in outcomes and False in outcomes  # both cases were exercised
+    # The budgets must exercise both answers, else the agreement above proves little.
+    assert any(outcomes) and not all(outcomes), outcomes
