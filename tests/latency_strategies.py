@@ -9,6 +9,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from raptor_cp.graph import DIRECT_RECEIVE, PLAIN, ComputeGraph
+from raptor_cp.heuristics.bin_packing import first_fit_decreasing
 from raptor_cp.problems import LatencyProblem
 from raptor_cp.targets.base import UNLIMITED_CAPACITY
 from raptor_cp.targets.generic import GenericTarget
@@ -38,7 +39,7 @@ class SlotTarget(GenericTarget):
 @st.composite
 def latency_problems(draw: st.DrawFn, max_tasks: int = 10, weights: bool = True) -> LatencyProblem:
     """A DAG of 1..max_tasks tasks on 1..4 cores, with transfers, maybe direct receives priced
-    at half, and (maybe) resident weights on cores of 2..4 slots."""
+    at half, and (maybe) resident weights on cores of 2..4 slots that can hold every weight."""
     n = draw(st.integers(1, max_tasks))
     cost = draw(st.lists(st.integers(0, 20), min_size=n, max_size=n))
     pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
@@ -62,7 +63,8 @@ def latency_problems(draw: st.DrawFn, max_tasks: int = 10, weights: bool = True)
             for w in draw(st.lists(st.integers(-1, count - 1), min_size=n, max_size=n))
         )
         slots = draw(st.integers(2, 4))
-        assume(int(weight_size.sum()) <= cores * slots)
+        # Feasible instances only: first-fit decreasing must pack every weight once.
+        assume(max(first_fit_decreasing(weight_size.tolist(), slots), default=0) < cores)
     target = (
         SlotTarget(cores, ns_per_byte, slots, direct)
         if direct or slots < UNLIMITED_CAPACITY

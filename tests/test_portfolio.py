@@ -25,16 +25,22 @@ def independent(costs: list[int]) -> ComputeGraph:
 @settings(max_examples=60, deadline=None)
 @given(latency_problems())
 def test_auto_is_never_longer_than_any_member(problem: LatencyProblem) -> None:
+    alone: dict[str, int] = {}
+    for member in DEFAULT_MEMBERS:
+        try:
+            objective = solve(problem, member).objective
+        except NotFoundWithinBudgetError:
+            continue
+        assert objective is not None
+        alone[member] = objective
+    if not alone:  # auto fails exactly when every member does
+        with pytest.raises(NotFoundWithinBudgetError):
+            PortfolioScheduler().solve(problem)
+        return
     auto = PortfolioScheduler().solve(problem)
     assert auto.schedule is not None and auto.objective is not None
     check_schedule(problem, auto.schedule)
-    for member in DEFAULT_MEMBERS:
-        try:
-            alone = solve(problem, member)
-        except NotFoundWithinBudgetError:
-            continue
-        assert alone.objective is not None
-        assert auto.objective <= alone.objective, member
+    assert auto.objective <= min(alone.values())
 
 
 def test_ties_go_to_peft_the_first_member() -> None:
