@@ -10,8 +10,12 @@ most important first) and appends one CSV row per case to
 ``results/selection.csv`` as it finishes; a case already in the CSV is
 skipped, so an interrupted run resumes. Per model and target it lowers once
 (`raptor_cp.flows.prepare`, default lanes), schedules for latency with PEFT
-(`compile_latency`: the makespan of running one inference at a time) and
-computes the interval lower bound (`raptor_cp.bounds.interval_lower_bound`);
+(`compile_latency`, the default ``auto`` portfolio: the makespan of running one
+inference at a time), emits that schedule as a program on PIM targets and
+records the program's single pass through the queue engine (the figure
+pimsim-nn's latency mode matched within 0.2 %, docs/validation.md: back-to-back
+latency in the same model as the intervals) and computes the interval lower
+bound (`raptor_cp.bounds.interval_lower_bound`);
 per depth it runs the default pipeline solver (``beam``) and records the
 initialized schedule's and the selected schedule's queue estimates, the
 selected analytic proxy, stages and core budgets, queue evaluations and
@@ -78,7 +82,7 @@ CASES = (
 """Cases in the order they run: the issue's targets first."""
 FIELDS = [
     "model", "target", "depth", "tasks", "cores", "status", "latency_makespan_ns",
-    "latency_wall_s", "lower_bound_ns", "initial_queue_ns", "selected_queue_ns",
+    "latency_pass_ns", "latency_wall_s", "lower_bound_ns", "initial_queue_ns", "selected_queue_ns",
     "selected_analytic_ns", "selected", "stages", "core_budgets", "initial_stages",
     "initial_budgets", "queue_evaluations_used", "constructive_packings_used",
     "termination", "rule", "solve_wall_s", "load_1min",
@@ -111,7 +115,7 @@ def run(cases: list[str]) -> None:
     RESULTS.mkdir(exist_ok=True)
     done = _done()
     prepared: dict[tuple[str, str], object] = {}
-    latency: dict[tuple[str, str], tuple[int | str, float]] = {}
+    latency: dict[tuple[str, str], tuple[int | str, int | str, float]] = {}
     for case in cases:
         model, target, depth = case.split(":")
         if (model, target, depth) in done:
@@ -124,14 +128,16 @@ def run(cases: list[str]) -> None:
                 prepared[key] = prepare(MODEL_FILES[model], TARGETS[target])
                 began = time.perf_counter()
                 try:
-                    result = compile_latency(prepared[key])  # type: ignore[arg-type]
-                    latency[key] = (result.makespan_ns, time.perf_counter() - began)
+                    result = compile_latency(prepared[key], emit=True)  # type: ignore[arg-type]
+                    assert result.program is not None
+                    single = result.program.prediction["realized_single_pass_ns"]
+                    latency[key] = (result.makespan_ns, single, time.perf_counter() - began)
                 except RaptorError as error:
-                    latency[key] = (f"error: {error}", time.perf_counter() - began)
+                    latency[key] = (f"error: {error}", "", time.perf_counter() - began)
             p = prepared[key]
             graph, chip = p.graph, p.target  # type: ignore[attr-defined]
             row.update(tasks=graph.num_tasks, cores=chip.cores)
-            row["latency_makespan_ns"], wall = latency[key]
+            row["latency_makespan_ns"], row["latency_pass_ns"], wall = latency[key]
             row["latency_wall_s"] = round(wall, 2)
             row["lower_bound_ns"] = interval_lower_bound(graph, chip)["interval_ns"]
             problem = PipelineProblem(graph, chip, int(depth))
@@ -179,27 +185,29 @@ def table() -> None:
         "shared machine: the 1-minute load average at the start of each case is in the "
         "last column). Intervals in ms; *initial* is the initialized schedule's queue "
         "estimate (candidate 0), *selected* the selected candidate's (the reported "
-        "interval); *latency* is PEFT's makespan of one inference (back-to-back "
-        "latency schedules give one result per makespan); *bound* the interval lower "
+        "interval); *latency* is `auto`'s makespan of one inference and *pass* its "
+        "emitted program's single pass through the same queue engine (back-to-back "
+        "latency schedules give one result per pass); *bound* the interval lower "
         "bound (largest task, work / cores).",
         "",
-        "| model | target | depth | tasks | latency | bound | initial | selected | sel/bound "
-        "| sel/latency | stages (budgets) | evals | packings | solve s | load | termination |",
-        "|" + "---|" * 16,
+        "| model | target | depth | tasks | latency | pass | bound | initial | selected "
+        "| sel/bound | sel/pass | stages (budgets) | evals | packings | solve s | load "
+        "| termination |",
+        "|" + "---|" * 17,
     ]
     for r in rows:
         if not r["status"].startswith("ok"):
             head = f"| {r['model']} | {r['target']} | {r['depth']} | {r['tasks']} | "
-            lines.append(head + f"{r['status']} |" + " |" * 11)
+            lines.append(head + f"{r['status']} |" + " |" * 12)
             continue
         sel = int(r["selected_queue_ns"] or r["selected_analytic_ns"])
         bound = int(r["lower_bound_ns"])
-        lat = r["latency_makespan_ns"]
-        ratio_lat = f"{sel / int(lat):.2f}" if lat.isdigit() else "—"
+        lat, single = r["latency_makespan_ns"], r["latency_pass_ns"]
+        ratio = f"{sel / int(single):.2f}" if single.isdigit() else "—"
         lines.append(
             f"| {r['model']} | {r['target']} | {r['depth']} | {r['tasks']} | {_ms(lat)} | "
-            f"{_ms(r['lower_bound_ns'])} | {_ms(r['initial_queue_ns'])} | "
-            f"{_ms(r['selected_queue_ns'])} | {sel / bound:.2f} | {ratio_lat} | "
+            f"{_ms(single)} | {_ms(r['lower_bound_ns'])} | {_ms(r['initial_queue_ns'])} | "
+            f"{_ms(r['selected_queue_ns'])} | {sel / bound:.2f} | {ratio} | "
             f"{r['stages']} ({r['core_budgets']}) | {r['queue_evaluations_used']} | "
             f"{r['constructive_packings_used']} | {r['solve_wall_s']} | {r['load_1min']} | "
             f"{r['termination']} |"

@@ -116,8 +116,32 @@ def test_greedy_placement_gives_up_when_a_task_fits_nowhere() -> None:
     assert placer.greedy(list(range(7)), (0,), []) is None
 
 
-def _timing(demand: int, span: int, compute: int = 0) -> StageTiming:
-    return StageTiming({0: demand}, {0: compute}, {}, (), span)
+def test_replicated_placement_runs_the_lanes_of_one_weight_side_by_side() -> None:
+    # Six 3-slot workers of two weights on four 4-slot cores: one copy per core, so
+    # two copies of each weight; retained packing keeps three lanes on one core.
+    graph = _fan_graph()
+    placer = StagePlacer(graph, Grid(12, ns_per_byte=0, slots=4))
+    region = snake_order(placer.target)[:4]
+    core = placer.replicated(list(range(7)), region, [])
+    assert core is not None
+    workers = [core[t] for t in range(1, 7)]
+    assert {len({core[t] for t in lanes}) for lanes in ((1, 2, 3), (4, 5, 6))} == {2}
+    assert len(set(workers)) == 4
+    timing = placer.timing(list(range(7)), core, [])
+    retained = placer.timing(
+        list(range(7)), dict.fromkeys(range(7), region[0]) | {t: region[1] for t in (4, 5, 6)}, []
+    )
+    assert (timing.span_ns, retained.span_ns) == (20, 35)  # two lanes a core against 5 + 30
+
+
+def test_replicated_placement_needs_limited_capacity() -> None:
+    graph = _fan_graph()
+    placer = StagePlacer(graph, GenericTarget(4))
+    assert placer.replicated(list(range(7)), (0, 1, 2, 3), []) is None
+
+
+def _timing(demand: int, span: int, compute: int = 0, window: int = 0) -> StageTiming:
+    return StageTiming({0: demand}, {0: compute}, {}, (), span, window)
 
 
 def test_span_breaks_ties_within_one_percent_of_the_best_demand() -> None:
@@ -125,6 +149,31 @@ def test_span_breaks_ties_within_one_percent_of_the_best_demand() -> None:
     assert rank_placements([_timing(1000, 50), _timing(1011, 10)]) == 0
     assert rank_placements([_timing(1000, 10, 7), _timing(1000, 10, 5)]) == 1
     assert rank_placements([_timing(1000, 10, 5), _timing(1000, 10, 5)]) == 0
+
+
+def test_a_core_window_longer_than_the_demand_decides_the_rank() -> None:
+    # Retained packing's shape: low demand, but one core busy over a long window.
+    retained, spread = _timing(1000, 9000, window=4000), _timing(1500, 3000, window=3000)
+    assert rank_placements([retained, spread]) == 1
+    assert rank_placements([_timing(1000, 9000, window=1005), _timing(1010, 10)]) == 1
+
+
+def test_the_window_runs_from_a_cores_first_start_to_its_last_finish() -> None:
+    # Core 0 runs a (0..2) and c (5..6) around b's 3 ns on core 1 plus two 1 ns hops.
+    graph = ComputeGraph(
+        names=("a", "b", "c"),
+        cost=np.array([2, 3, 1]),
+        edge_src=np.array([0, 1]),
+        edge_dst=np.array([1, 2]),
+        edge_bytes=np.array([1, 1]),
+    )
+    placer = StagePlacer(graph, Grid(2, ns_per_byte=1))
+    member = np.ones(3, dtype=bool)
+    timing = placer.timing([0, 1, 2], {0: 0, 1: 1, 2: 0}, placer.stage_edges([0, 1, 2], member))
+    hop = placer.transfer(0, 1, 0)
+    assert timing.span_ns == 2 + hop + 3 + hop + 1
+    assert timing.window_ns == timing.span_ns
+    assert timing.cycle_ns == max(timing.demand_ns, timing.window_ns)
 
 
 def test_snake_path_stays_connected_through_a_partial_last_row() -> None:

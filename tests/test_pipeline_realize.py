@@ -14,9 +14,10 @@ from raptor_cp.cli import main
 from raptor_cp.errors import ScheduleViolationError, TimingUnavailableError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.periodic.analysis import analyse_periodic
+from raptor_cp.periodic.rendezvous_order import Action, simulate_rendezvous
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Store, Wait
 from raptor_cp.pipeline.initial import initial_pipeline
-from raptor_cp.pipeline.realize import pipeline_events, realize_pipeline
+from raptor_cp.pipeline.realize import pipeline_events, realize_pipeline, same_stage_transfers
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.pim import PimTarget
 from raptor_cp.targets.registry import resolve_target
@@ -225,3 +226,49 @@ def test_periodic_diagnostics_need_pipeline_mode(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [
         "error: --periodic-diagnostics needs pipeline mode (--pipeline N > 1)"
     ]
+
+
+def test_rendezvous_follow_the_simulated_order_on_every_core() -> None:
+    target = resolve_target("arch-a")
+    workload = load_workload(LENET)
+    graph = lower(workload, target, lanes=default_lanes(workload, target))
+    plan = initial_pipeline(graph, target, 2).plan
+    stage = plan.task_stage(graph.num_tasks)
+    direct = same_stage_transfers(graph, plan.schedule, stage)
+    assert direct, "the test needs same-stage transfers"
+    simulated = simulate_rendezvous(
+        graph, target, target.step_timing(), plan.schedule, plan.schedule.start_ns, direct, None
+    )
+    _, realization = pipeline_events(graph, target, plan.schedule, stage)
+    edge_of = {
+        (u, v): e for e, (u, v) in enumerate(zip(graph.edge_src, graph.edge_dst, strict=True))
+    }
+    for core, (steps, owners) in enumerate(zip(realization.cores, realization.tasks, strict=True)):
+        realized = [
+            edge_of[who]
+            for step, who in zip(steps, owners, strict=True)
+            if isinstance(step, (Send, Recv))
+        ]
+        expected = [e.edge for e in simulated[core] if e.action is not Action.TASK]
+        assert realized == expected, f"core {core}"
+
+
+def test_without_step_timing_a_transfer_sits_at_its_producers_finish() -> None:
+    # A (core 0, 0..10) feeds B on core 1, which first runs F (0..15). The receive
+    # sits at A's finish, after F: core 1 does not idle waiting for A before F.
+    graph = ComputeGraph(
+        names=("A", "F", "B"),
+        cost=np.array([10, 15, 5]),
+        edge_src=np.array([0]),
+        edge_dst=np.array([2]),
+        edge_bytes=np.array([4]),
+    )
+    schedule = Schedule(
+        core_order=((0,), (1, 2)),
+        start_ns=np.array([0, 0, 15]),
+        scheduler="pipeline",
+        stage=(0, 0),
+    )
+    realization = realize_pipeline(graph, schedule, np.zeros(3, dtype=np.int64))
+    assert realization.cores[0] == [Compute(10), Send(1, 4)]
+    assert realization.cores[1] == [Compute(15), Recv(0, 4), Compute(5)]

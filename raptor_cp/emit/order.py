@@ -18,13 +18,14 @@ prices (`raptor_cp.periodic.events`). Time ``O(I)`` for ``I`` items.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import IntEnum
 
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.periodic.rendezvous_order import part_ns
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 from raptor_cp.pipeline.realize import PipelineRealization
-from raptor_cp.targets.base import MatrixWork, SchedulingTarget
+from raptor_cp.targets.base import SchedulingTarget
 
 
 class ItemKind(IntEnum):
@@ -163,28 +164,6 @@ def item_steps(graph: ComputeGraph, target: SchedulingTarget, items: CoreItems) 
             steps.append(Compute(run))
         cores.append(steps)
     return cores
-
-
-def part_ns(
-    graph: ComputeGraph, target: SchedulingTarget, task: int, part: tuple[int, int], core: int
-) -> int:
-    """ns of products ``part`` of ``task`` on ``core`` (its whole cost for ``(0, 0)``).
-
-    0 for a task of an operator the target does not time (Softmax on PIM).
-    """
-    timing = target.step_timing()
-    if timing is not None and graph.operation_type(task) in timing.untimed_operations:
-        return 0
-    first, stop = part
-    if stop == 0:
-        return graph.cost_on(task, core)
-    work = graph.work[task]
-    assert isinstance(work, MatrixWork)
-
-    def until(k: int) -> int:
-        return target.execution_ns(replace(work, mvms=k))
-
-    return until(stop) - until(first)
 
 
 def _step(item: Item) -> Step:

@@ -39,6 +39,7 @@ and ``P`` cores; ``O(W P)`` bits for the residency.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -74,12 +75,12 @@ class _Units:
     tasks: list[int]
 
 
-def _units(graph: ComputeGraph) -> _Units:
+def _units(graph: ComputeGraph, tasks: Sequence[int]) -> _Units:
     cost = graph.min_cost().tolist()
     index: dict[tuple[int, ...], int] = {}
     units = _Units([], [], [])
-    for task, weights in enumerate(graph.task_weights):
-        key = tuple(sorted(set(weights)))
+    for task in tasks:
+        key = tuple(sorted(set(graph.task_weights[task])))
         if not key:
             continue
         u = index.setdefault(key, len(units.weights))
@@ -133,9 +134,22 @@ def plan_replication(graph: ComputeGraph, target: SchedulingTarget) -> Replicati
     copies is found.
     """
     capacity = np.array([target.capacity(p) for p in range(target.cores)], dtype=np.int64)
+    return plan_copies(graph, range(graph.num_tasks), capacity)
+
+
+def plan_copies(
+    graph: ComputeGraph, tasks: Sequence[int], capacity: np.ndarray
+) -> ReplicationPlan | None:
+    """`plan_replication` for the weights of ``tasks`` on cores of slots ``capacity``.
+
+    Core ``i`` of the plan is ``capacity[i]``'s core: a pipeline stage plans the
+    copies of its own tasks on its own region (`raptor_cp.pipeline.layout`).
+    None when capacity is unlimited, no task of ``tasks`` holds a weight, or no
+    placement of the first copies is found.
+    """
     if (capacity >= UNLIMITED_CAPACITY).any() or graph.num_weights == 0:
         return None
-    units = _units(graph)
+    units = _units(graph, tasks)
     if not units.weights:
         return None
     cores = _Cores(graph, capacity)
@@ -143,7 +157,7 @@ def plan_replication(graph: ComputeGraph, target: SchedulingTarget) -> Replicati
     first = _place_first_copies(graph, units, cores, holders)
     if first is None:
         return None
-    _add_replicas(units, cores, holders, target.cores)
+    _add_replicas(units, cores, holders, len(capacity))
     return ReplicationPlan(cores.resident, cores.resident.sum(axis=1), first)
 
 

@@ -6,8 +6,9 @@ assembly
 
 1. lays the stages out on contiguous core regions (`PipelineCoreLayout`) and
    checks every region's adjacency;
-2. places each stage on its region (`StagePlacer`: retained packing or
-   topology-aware greedy, ranked by demand with the 1 % span tie rule);
+2. places each stage on its region (`StagePlacer`: retained packing,
+   topology-aware greedy or replicated weights, ranked by cycle bound with
+   the 1 % span tie rule);
 3. orders each core's tasks by the stage's earliest-ready list schedule
    (`StagePlacer.timing`, consistent with the dependencies) and gives every
    core its stage (-1 idle);

@@ -16,17 +16,21 @@ modelled:
   their costs (scheduling.md, "Default throughput selection").
 * **Same-stage transfers.** An edge between two cores of one stage is a direct
   `Send` on the producer after its compute and a `Recv` on the consumer before
-  its compute (same-core edges cost nothing). To keep the blocking SEND/RECV
-  rendezvous free of crossed-send deadlocks, every core orders its transfers by
-  one global key, ``(rank(producer), rank(consumer), edge id)``, where ``rank``
-  is a task's position in one topological order of the dependencies together
-  with every core's order (Kahn's algorithm, ties by stage, estimated start,
-  then task id). A core's program is its tasks and transfers sorted by that
-  key, a task's compute sorting just before its own sends; a receive is thus
-  posted at its producer's finish rank, possibly before computes of earlier
-  tasks of its core (the payload is buffered in local memory). Since both ends
-  use the same total order, the blocked transfer with the smallest key always
-  has its partner posted: no cycle of waiting transfers.
+  its compute (same-core edges cost nothing). Where the target times the
+  phases of a transfer (`StepTiming`), the rendezvous are placed by simulating
+  the programs (`raptor_cp.periodic.rendezvous_order`: a free core takes a
+  transfer whose partner is free and whose data is ready, else its next task;
+  the stages run side by side, edges between stages are not simulated);
+  otherwise each transfer sits at its producer's estimated finish. Both give
+  every task and transfer a time, and one topological order of dependencies,
+  core orders and transfers (Kahn's algorithm, earliest stage, then time; ties:
+  transfers first, then id) ranks them; a core's program is its tasks and
+  transfers sorted by that rank. Both ends of a transfer share its rank, so the
+  blocked transfer of smallest rank always has its partner posted: no cycle
+  of waiting transfers. Placing each rendezvous at the producer's list-schedule
+  rank instead made cores wait on partners busy with earlier work: on ResNet-18
+  (arch-a) the latency schedule realized as one stage took 18.3 ms per pass
+  in the queue engine, 5.5 ms with the simulated order (docs/benchmarks.md).
 * **Cross-stage transfers** go through global memory (`boundary_demand`): one
   `Store` of ``publication_bytes`` per shared publication on its producer's
   core after its compute, a separate `Store` of the edge's bytes per
@@ -64,8 +68,9 @@ modelled:
   `pipeline_events` raises `TimingUnavailableError` naming the task.
 
 Omitted effects are listed in `REALIZATION_EFFECTS` (the report adds them to
-the model's own list). Time ``O(T log T + E log E)`` for ``T`` tasks and ``E``
-edges; the programs have ``O(T + E)`` steps.
+the model's own list). Time ``O((T + E) log (T + E) + E K)`` for ``T`` tasks, ``E``
+edges and ``K`` the most transfers pending on one core in the simulation; the
+programs have ``O(T + E)`` steps.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,6 +86,7 @@ import numpy as np
 from raptor_cp.errors import ScheduleViolationError, TimingUnavailableError
 from raptor_cp.graph import SCALAR_PROJECTION, ComputeGraph
 from raptor_cp.periodic.events import EventGraph, build_events
+from raptor_cp.periodic.rendezvous_order import Action, simulate_rendezvous
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 from raptor_cp.pipeline.boundary import publication_bytes
 from raptor_cp.schedule import Schedule
@@ -93,8 +100,8 @@ REALIZATION_EFFECTS = (
     "sizes from consumer reads",
     "publications are single-buffered; a release tree per (reader stage, producer stage) "
     "couples the entries of the reader cores",
-    "receives are posted at their producer's finish rank, possibly before earlier computes; "
-    "local-memory capacity for the buffered payloads is not checked",
+    "rendezvous are placed by a simulation that prices transfers alone (no switch queues) "
+    "and keeps payloads received ahead of need within half a core's local memory",
     "receives into assembly storage still pay the endpoint read and write in the event graph "
     "(the schedule's estimate omits them as duplicates of the assembly copy)",
     "compute runs are serial at the scheduler's cost (overlapping units can make them shorter)",
@@ -159,43 +166,88 @@ Item = tuple[tuple[int, ...], Step | _PendingWait | _PendingSignal, tuple[int, .
 """A program entry before sorting: (sort key, step, tasks it realizes)."""
 
 
-def task_ranks(graph: ComputeGraph, schedule: Schedule, task_stage: np.ndarray) -> np.ndarray:
-    """Position of every task in one topological order of dependencies and core orders.
+ProgramTimes = tuple[Sequence[int], Mapping[int, int]]
+"""Start of every task and of every same-stage transfer (edge id -> start) that orders the
+programs: the rendezvous simulation's (`target_realization`) or the list schedule's."""
 
-    Kahn's algorithm with ties by (stage, estimated start, task id). Raises
+
+def list_schedule_times(
+    graph: ComputeGraph, schedule: Schedule, transfers: Sequence[int]
+) -> ProgramTimes:
+    """Tasks at their estimated starts, each transfer at its producer's estimated finish."""
+    start = schedule.start_ns.tolist()
+    core = schedule.core.tolist()
+    src = graph.edge_src.tolist()
+    return start, {e: start[src[e]] + graph.cost_on(src[e], core[src[e]]) for e in transfers}
+
+
+def program_ranks(
+    graph: ComputeGraph,
+    schedule: Schedule,
+    task_stage: np.ndarray,
+    transfers: Sequence[int],
+    times: ProgramTimes,
+) -> tuple[list[int], dict[int, int]]:
+    """Positions of every task and of every same-stage transfer in one topological order.
+
+    The order covers the dependencies, every core's order, and each transfer
+    between its producer and its consumer. Kahn's algorithm takes the ready node
+    of the earliest stage, then the earliest time of ``times``; ties: transfers
+    before tasks, then id. Returns (task ranks, edge id -> rank); raises
     `ScheduleViolationError` when the core orders contradict the dependencies.
+    ``O((T + E) log (T + E))``.
     """
     n = graph.num_tasks
-    successors: list[list[int]] = [[] for _ in range(n)]
-    indegree = np.zeros(n, dtype=np.int64)
-    for u, v in zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), strict=True):
-        successors[u].append(v)
-        indegree[v] += 1
+    x = len(transfers)
+    successors: list[list[int]] = [[] for _ in range(n + x)]
+    indegree = [0] * (n + x)
+    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
+    via = set(transfers)
+    for e, (u, v) in enumerate(zip(src, dst, strict=True)):
+        if e not in via:
+            successors[u].append(v)
+            indegree[v] += 1
+    for i, e in enumerate(transfers):
+        successors[src[e]].append(n + i)
+        successors[n + i].append(dst[e])
+        indegree[n + i] += 1
+        indegree[dst[e]] += 1
     for order in schedule.core_order:
         for u, v in itertools.pairwise(order):
             successors[u].append(v)
             indegree[v] += 1
-    start = schedule.start_ns.tolist()
+    task_time, transfer_time = times
     stage = task_stage.tolist()
-    heap = [(stage[t], start[t], t) for t in range(n) if indegree[t] == 0]
+    key = [(stage[t], int(task_time[t]), 1, t) for t in range(n)]
+    key.extend((stage[src[e]], transfer_time[e], 0, n + i) for i, e in enumerate(transfers))
+    heap = [key[t] for t in range(n + x) if indegree[t] == 0]
     heapq.heapify(heap)
-    rank = np.full(n, -1, dtype=np.int64)
+    rank = [-1] * (n + x)
     position = 0
     while heap:
-        _, _, t = heapq.heappop(heap)
-        rank[t] = position
+        node = heapq.heappop(heap)[3]
+        rank[node] = position
         position += 1
-        for v in successors[t]:
+        for v in successors[node]:
             indegree[v] -= 1
             if indegree[v] == 0:
-                heapq.heappush(heap, (stage[v], start[v], v))
-    if position != n:
-        stuck = int(np.flatnonzero(rank < 0)[0])
+                heapq.heappush(heap, key[v])
+    if position != n + x:
+        stuck = min(t for t in range(n) if rank[t] < 0)
         raise ScheduleViolationError(
             f"{graph.name}: the per-core orders contradict the dependencies (task {stuck} "
             "follows a cycle of dependencies and core orders)"
         )
-    return rank
+    return rank[:n], {e: rank[n + i] for i, e in enumerate(transfers)}
+
+
+def same_stage_transfers(
+    graph: ComputeGraph, schedule: Schedule, task_stage: np.ndarray
+) -> list[int]:
+    """Edges between two cores of one stage (the direct rendezvous), ascending."""
+    src, dst, core = graph.edge_src, graph.edge_dst, schedule.core
+    crossing = (task_stage[src] == task_stage[dst]) & (core[src] != core[dst])
+    return np.flatnonzero(crossing).tolist()
 
 
 def realize_pipeline(
@@ -204,6 +256,7 @@ def realize_pipeline(
     task_stage: np.ndarray,
     untimed: frozenset[str] = frozenset(),
     registers: int | None = None,
+    times: ProgramTimes | None = None,
 ) -> PipelineRealization:
     """The per-core programs of ``schedule`` (see the module docstring).
 
@@ -220,9 +273,12 @@ def realize_pipeline(
     if np.any(core < 0) or np.any(task_stage < 0):
         bad = int(np.flatnonzero((core < 0) | (task_stage < 0))[0])
         raise ScheduleViolationError(f"{graph.name}: task {bad} has no core or no stage")
-    rank = task_ranks(graph, schedule, task_stage).tolist()
     core_of, stage_of = core.tolist(), task_stage.tolist()
     src, dst, nbytes = (a.tolist() for a in (graph.edge_src, graph.edge_dst, graph.edge_bytes))
+    direct = same_stage_transfers(graph, schedule, task_stage)
+    if times is None:
+        times = list_schedule_times(graph, schedule, direct)
+    rank, transfer_rank = program_ranks(graph, schedule, task_stage, direct, times)
     scalar = (graph.edge_kind == SCALAR_PROJECTION).tolist()
     # items[c]: (key, step, tasks); a key sorts a core's program (module docstring).
     items: list[list[Item]] = [[] for _ in range(num_cores)]
@@ -231,7 +287,7 @@ def realize_pipeline(
         cu, cv = core_of[u], core_of[v]
         if stage_of[u] == stage_of[v]:
             if cu != cv:
-                key = (rank[u], _XFER, rank[v], e)
+                key = (transfer_rank[e], _XFER, e)
                 items[cu].append((key, Send(cv, b), (u, v)))
                 items[cv].append((key, Recv(cu, b), (u, v)))
             continue
@@ -413,10 +469,28 @@ def target_realization(
     timing = target.step_timing()
     if timing is None:
         return realize_pipeline(graph, schedule, task_stage)
+    task_stage = np.asarray(task_stage, dtype=np.int64)
     if timing.byte_addressed:
-        _check_byte_payloads(graph, schedule.core, np.asarray(task_stage, dtype=np.int64))
+        _check_byte_payloads(graph, schedule.core, task_stage)
+    direct = same_stage_transfers(graph, schedule, task_stage)
+    programs = simulate_rendezvous(
+        graph, target, timing, schedule, schedule.start_ns, direct, quantum=None
+    )
+    task_time = [0] * graph.num_tasks
+    transfer_time: dict[int, int] = {}
+    for entries in programs:
+        for entry in entries:
+            if entry.action is Action.TASK:
+                task_time[entry.task] = entry.start_ns
+            elif entry.action is Action.SEND:
+                transfer_time[entry.edge] = entry.start_ns
     return realize_pipeline(
-        graph, schedule, task_stage, timing.untimed_operations, timing.event_registers
+        graph,
+        schedule,
+        task_stage,
+        timing.untimed_operations,
+        timing.event_registers,
+        (task_time, transfer_time),
     )
 
 

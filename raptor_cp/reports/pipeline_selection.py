@@ -162,6 +162,7 @@ def _stage_rows(plan: PipelinePlan, candidate: Candidate) -> list[dict[str, obje
                 "core_work_ns": timing.demand_ns,
                 "compute_ns": timing.compute_ns,
                 "span_ns": timing.span_ns,
+                "window_ns": timing.window_ns,
                 "placement": placement.candidate,
                 "placement_candidates": dict(placement.candidates),
                 "store_ns": plan.boundary.stage_store_ns[s],

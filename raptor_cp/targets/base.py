@@ -169,6 +169,11 @@ class StepTiming(Protocol):
         """Operator types the queue model gives no timed work (PIM: Softmax)."""
         ...
 
+    @property
+    def local_memory_bytes(self) -> int:
+        """Bytes of one core's local memory (received payloads wait there)."""
+        ...
+
     def cycle_ns(self) -> int:
         """One core clock period: scalar issue, and SYNC's local execution."""
         ...

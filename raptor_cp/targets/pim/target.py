@@ -364,6 +364,7 @@ class PimTarget:
             memory_latency=self._gm_latency,
             local=self._local,
             global_memory=self._global,
+            local_memory_bytes=self._config.chip.core.local_memory.memory_size,
         )
 
     def exchange(self) -> None:

@@ -96,6 +96,8 @@ class PimStepTiming:
     """ns per flit from each core to the global memory."""
     local: MemoryTiming
     global_memory: MemoryTiming
+    local_memory_bytes: int
+    """One core's local memory (``local_memory.memory_size``)."""
     event_registers: int = EVENT_REGISTERS
     byte_addressed: bool = True
     """Local and global memories are byte-addressed: sub-byte payloads cannot be lowered."""
