@@ -243,6 +243,10 @@ def first_generation(events: EventGraph, reverse_ties: bool = False) -> list[int
     )
 
 
+SINGLE, PAIR, GENERAL = 0, 1, 2
+"""In-edges of an event: exactly one, exactly two (both of distance 0), or any other set."""
+
+
 class _Network:
     """The run-independent form of an `EventGraph`: plain lists the event loop indexes.
 
@@ -272,10 +276,12 @@ class _Network:
         self.in_distance: list[int] = g.d[by_target].tolist()
         self.missing: list[int] = np.bincount(g.v[g.d == 0], minlength=n).tolist()
         """Per event, its distance-0 in-edges (the tokens generation 0 waits for)."""
-        first_in = by_target[in_start[:-1]]  # every event has an in-edge
-        only = (np.diff(in_start) == 1) & (g.d[first_in] == 0)
-        self.single: list[int] = np.where(only, first_in, -1).tolist()
-        """Per event, its in-edge if it is the only one and of distance 0, else -1."""
+        degree = np.diff(in_start)
+        late = np.bincount(g.v[g.d > 0], minlength=n)
+        self.mode: list[int] = np.where(
+            late > 0, GENERAL, np.where(degree == 1, SINGLE, np.where(degree == 2, PAIR, GENERAL))
+        ).tolist()
+        """Per event, `SINGLE`, `PAIR` or `GENERAL` (how the loop tracks its in-tokens)."""
         release = events.release.tolist()
         frees: list[tuple[int, ...]] = [()] * n
         for x, (r, y) in enumerate(zip(self.resource, release, strict=True)):
@@ -337,12 +343,13 @@ class _Simulation:
         being processed, so the processed times never decrease. The smallest
         key pushed while processing one event waits in ``nxt`` instead of the
         heap: the next iteration takes it by one `heapq.heappushpop`, which
-        returns it at once when it is due first (often the case). An event with
-        exactly one in-edge (of distance 0) needs no missing-token count: its
-        token makes it ready, so that edge's FIFO holds the event's keys rather
-        than times. An event that reached the generation bound stays busy. All
-        of this only avoids Python object and call overhead (this loop is the
-        hot path of pipeline selection).
+        returns it at once when it is due first (often the case). An event
+        with one or two in-edges of distance 0 (`SINGLE`, `PAIR`: nearly all)
+        needs no missing-token count: it is ready when each of its FIFOs holds
+        a token, and those FIFOs hold the event's keys rather than times; other
+        events (`GENERAL`) count the FIFOs still empty. An event that reached
+        the generation bound stays busy. All of this only avoids Python object
+        and call overhead (this loop is the hot path of pipeline selection).
         """
         net, n = self.network, self.n
         tokens: list[list[int]] = [[] for _ in range(net.num_edges)]
@@ -353,30 +360,45 @@ class _Simulation:
         # its service to the completion tag; who[tag] is the event.
         start_tag = [(t << 1) | (r == NO_RESOURCE) for t, r in zip(ties, net.resource, strict=True)]
         done_key = [(ns << shift) | (t << 1) | 1 for t, ns in zip(ties, net.service, strict=True)]
+        started = [(ns << shift) | 1 for ns in net.service]  # arrival key -> completion key
         who = [0] * (2 * n)
         for x, t in enumerate(ties):
             who[2 * t] = who[2 * t + 1] = x
-        # Per event: its out-edges as (token FIFO, target, delay << shift | target's start
-        # tag, delay, distance, the FIFO again if it is the target's only in-edge else
-        # None); its in-edges as (token FIFO, distance); its only in-edge's FIFO, or None.
-        single = [None if e < 0 else tokens[e] for e in net.single]
+        # Per event: its in-edges' FIFOs as (FIFO, distance) (GENERAL), its FIFO (SINGLE),
+        # its two FIFOs (PAIR); its out-edges as (FIFO, target, delay << shift | target's
+        # start tag, target's mode, the target's other FIFO (PAIR) or (delay, distance)).
+        start = net.in_start
+        mode = net.mode
+        ins_edges = [net.in_edge[start[x] : start[x + 1]] for x in range(n)]
+        ins = [
+            [(tokens[e], d) for e, d in zip(edges, net.in_distance[start[x] :], strict=False)]
+            if mode[x] == GENERAL
+            else tokens[edges[0]]
+            if mode[x] == SINGLE
+            else (tokens[edges[0]], tokens[edges[1]])
+            for x, edges in enumerate(ins_edges)
+        ]
         targets, delays = net.out_target, net.out_delay
+        aux: list[object] = [None] * net.num_edges
+        for e, y, we, de in zip(net.out_edge, targets, delays, net.out_distance, strict=True):
+            m = mode[y]
+            if m == PAIR:
+                first_fifo, second_fifo = ins[y]
+                aux[e] = second_fifo if tokens[e] is first_fifo else first_fifo
+            elif m == GENERAL:
+                aux[e] = (we, de)
         flat = list(
             zip(
                 [tokens[e] for e in net.out_edge],
                 targets,
                 [(we << shift) | start_tag[y] for we, y in zip(delays, targets, strict=True)],
-                net.out_delay,
-                net.out_distance,
-                [single[y] for y in targets],
+                [mode[y] for y in targets],
+                [aux[e] for e in net.out_edge],
                 strict=True,
             )
         )
         start = net.out_start
         outs = [flat[start[x] : start[x + 1]] for x in range(n)]
-        flat_in = list(zip([tokens[e] for e in net.in_edge], net.in_distance, strict=True))
-        start = net.in_start
-        ins = [flat_in[start[x] : start[x + 1]] for x in range(n)]
         resource, frees, core = net.resource, net.frees, net.core
         gen, waits, first, ends = self.gen, self.waits, self.first, self.ends
         missing = list(net.missing)
@@ -390,31 +412,24 @@ class _Simulation:
         push, pop, pushpop = heapq.heappush, heapq.heappop, heapq.heappushpop
         max_wait = 0
         none = 1 << (shift + 64)  # above every key: ``nxt`` is empty
+        single, pair = SINGLE, PAIR
 
         heap = [start_tag[x] for x in range(n) if missing[x] == 0]  # time 0
         heapq.heapify(heap)
         for key in heap:
             busy[who[key]] = True
         nxt = none
-        processed = 0
-        budget = self.budget
         window = 2 * WINDOW
-        while True:
+        processed = 0
+        for processed in range(1, self.budget + 1):
             if nxt != none:
                 key = pushpop(heap, nxt)
                 nxt = none
             elif heap:
                 key = pop(heap)
             else:
+                processed -= 1
                 break
-            if processed >= budget:
-                self.max_request_wait = max_wait
-                reason = (
-                    f"processed-event bound {budget} = {EVENT_BUDGET_FACTOR}(V+E) reached "
-                    f"after {len(ends)} generation(s) without convergence"
-                )
-                return self._unavailable(order, reason, processed)
-            processed += 1
             x = who[key & mask]
             if not key & 1:
                 # Arrival at the resource's FIFO; start at once when it is free.
@@ -422,7 +437,7 @@ class _Simulation:
                 arrival[x] = key >> shift
                 if holder[r] < 0:
                     holder[r] = x
-                    nxt = key + done_key[x] - (key & mask)
+                    nxt = key + started[x]
                 else:
                     fifo[r].append(x)
                 continue
@@ -448,13 +463,22 @@ class _Simulation:
                         push(heap, due)
                 else:
                     holder[rr] = -1
-            for queue, y, wkey, we, de, only in outs[x]:
-                if only is not None:
+            for queue, y, wkey, m, other in outs[x]:
+                if m == single:
                     due = base + wkey
                     if queue or busy[y]:
                         queue.append(due)
                         continue
+                elif m == pair:
+                    due = base + wkey
+                    if queue or busy[y] or not other:
+                        queue.append(due)
+                        continue
+                    token = other.pop(0)
+                    if token > due:
+                        due = token
                 else:
+                    we, de = other
                     queue.append(now + we)
                     if len(queue) > 1 or busy[y] or de > gen[y]:
                         continue
@@ -464,9 +488,9 @@ class _Simulation:
                         continue
                     ky = gen[y]
                     ready = now
-                    for q2, d2 in ins[y]:
-                        if ky >= d2:
-                            token = q2.pop(0)
+                    for q, d in ins[y]:
+                        if ky >= d:
+                            token = q.pop(0)
                             if token > ready:
                                 ready = token
                     due = (ready << shift) | (wkey & mask)
@@ -492,26 +516,38 @@ class _Simulation:
                 if self.capped < 0:
                     self.capped = x
                 continue  # x stays busy: it never runs again
-            only = single[x]
-            if only is not None:
-                if not only:
+            m = mode[x]
+            if m == single:
+                queue = ins[x]
+                if not queue:
                     busy[x] = False
                     continue
-                due = only.pop(0)
+                due = queue.pop(0)
+                if due < base:
+                    due = base | start_tag[x]
+            elif m == pair:
+                queue, other = ins[x]
+                if not (queue and other):
+                    busy[x] = False
+                    continue
+                due = queue.pop(0)
+                token = other.pop(0)
+                if token > due:
+                    due = token
                 if due < base:
                     due = base | start_tag[x]
             else:
                 count = 0
-                for q, de in ins[x]:
-                    if k1 >= de and not q:
+                for q, d in ins[x]:
+                    if k1 >= d and not q:
                         count += 1
                 missing[x] = count
                 if count:
                     busy[x] = False
                     continue
                 ready = now
-                for q, de in ins[x]:
-                    if k1 >= de:
+                for q, d in ins[x]:
+                    if k1 >= d:
                         token = q.pop(0)
                         if token > ready:
                             ready = token
@@ -521,6 +557,12 @@ class _Simulation:
             if due != none:
                 push(heap, due)
         self.max_request_wait = max_wait
+        if nxt != none or heap:
+            reason = (
+                f"processed-event bound {self.budget} = {EVENT_BUDGET_FACTOR}(V+E) reached "
+                f"after {len(ends)} generation(s) without convergence"
+            )
+            return self._unavailable(order, reason, processed)
         return self._unavailable(order, self._stall_reason(), processed)
 
     def _converged(self, order: str, k: int, processed: int) -> QueueRun:
