@@ -371,7 +371,7 @@ class _Simulation:
         mode = net.mode
         ins_edges = [net.in_edge[start[x] : start[x + 1]] for x in range(n)]
         ins = [
-            [(tokens[e], d) for e, d in zip(edges, net.in_distance[start[x] :], strict=False)]
+            [(tokens[e], net.in_distance[i]) for i, e in enumerate(edges, start[x])]
             if mode[x] == GENERAL
             else tokens[edges[0]]
             if mode[x] == SINGLE
@@ -411,7 +411,10 @@ class _Simulation:
         done = [0] * max_generations
         push, pop, pushpop = heapq.heappush, heapq.heappop, heapq.heappushpop
         max_wait = 0
-        none = 1 << (shift + 64)  # above every key: ``nxt`` is empty
+        # Each key is due a delay or a service after a processed one: every time stays below
+        # horizon, and ``none`` above every key says that ``nxt`` is empty.
+        horizon = (self.budget + 1) * (max(net.out_delay, default=0) + max(net.service) + 1)
+        none = 1 << (horizon.bit_length() + shift)
         single, pair = SINGLE, PAIR
 
         heap = [start_tag[x] for x in range(n) if missing[x] == 0]  # time 0
