@@ -38,7 +38,9 @@ generations, storage ``O(V + E + B)`` for ``B`` pending tokens.
 
 from __future__ import annotations
 
+import gc
 import heapq
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,9 +146,11 @@ def queue_estimate(
 
     ``network_queues`` and ``memory_controller`` say which resources queue
     (`with_queues`): the source switches' FIFOs and the memory controller's.
+    The two runs share one `_Network` (the adjacency built once, ``O(V + E)``).
     """
     events = with_queues(events, network_queues, memory_controller)
-    return QueueEstimate(run_queue(events), run_queue(events, reverse_ties=True))
+    network = _Network(events)
+    return QueueEstimate(_run(network, False), _run(network, True))
 
 
 def with_queues(events: EventGraph, network_queues: bool, memory_controller: bool) -> EventGraph:
@@ -196,6 +200,17 @@ def run_queue(
     ``event_budget`` defaults to ``16 (V + E)``; both bounds are parameters so
     tests can reach them on small graphs.
     """
+    return _run(_Network(events), reverse_ties, max_generations, event_budget)
+
+
+def _run(
+    network: _Network,
+    reverse_ties: bool,
+    max_generations: int = MAX_GENERATIONS,
+    event_budget: int | None = None,
+) -> QueueRun:
+    """`run_queue` on a prepared `_Network`."""
+    events = network.events
     n = events.num_events
     budget = EVENT_BUDGET_FACTOR * (n + events.num_edges) if event_budget is None else event_budget
     order = "reversed" if reverse_ties else "index"
@@ -203,7 +218,7 @@ def run_queue(
         return QueueRun(
             order, STATUS_UNAVAILABLE, "no events: every core is idle", None, (), 0, None, 0
         )
-    return _Simulation(events, reverse_ties, max_generations, budget).run(order)
+    return _Simulation(network, reverse_ties, max_generations, budget).run(order)
 
 
 def first_generation(events: EventGraph, reverse_ties: bool = False) -> list[int] | str:
@@ -215,7 +230,7 @@ def first_generation(events: EventGraph, reverse_ties: bool = False) -> list[int
     if events.num_events == 0:
         return "no events: every core is idle"
     budget = EVENT_BUDGET_FACTOR * (events.num_events + events.num_edges)
-    simulation = _Simulation(events, reverse_ties, 1, budget)
+    simulation = _Simulation(_Network(events), reverse_ties, 1, budget)
     run = simulation.run("reversed" if reverse_ties else "index")
     if run.generation_ends:
         return simulation.first
@@ -228,155 +243,271 @@ def first_generation(events: EventGraph, reverse_ties: bool = False) -> list[int
     )
 
 
+SINGLE, PAIR, GENERAL = 0, 1, 2
+"""In-edges of an event: exactly one, exactly two (both of distance 0), or any other set."""
+
+
+class _Network:
+    """The run-independent form of an `EventGraph`: plain lists the event loop indexes.
+
+    Built once per graph and shared by its runs (both tie orders). Edges are
+    listed by source (``out_*``, rows ``out_start[x]:out_start[x + 1]``) and by
+    target (``in_*``), each row in ascending edge id. ``O(V + E)``.
+    """
+
+    def __init__(self, events: EventGraph) -> None:
+        g = events.graph
+        n = g.num_nodes
+        self.events = events
+        self.num_edges = g.num_edges
+        self.core: list[int] = g.core.tolist()
+        self.resource: list[int] = events.resource.tolist()
+        self.service: list[int] = events.service.tolist()
+        self.memory = events.memory_resource
+        by_source = np.argsort(g.u, kind="stable")
+        self.out_start: list[int] = np.searchsorted(g.u[by_source], np.arange(n + 1)).tolist()
+        self.out_edge: list[int] = by_source.tolist()
+        self.out_target: list[int] = g.v[by_source].tolist()
+        self.out_delay: list[int] = g.w[by_source].tolist()
+        self.out_distance: list[int] = g.d[by_source].tolist()
+        in_start, by_target = events.in_edge_index
+        self.in_start: list[int] = in_start.tolist()
+        self.in_edge: list[int] = by_target.tolist()
+        self.in_distance: list[int] = g.d[by_target].tolist()
+        self.missing: list[int] = np.bincount(g.v[g.d == 0], minlength=n).tolist()
+        """Per event, its distance-0 in-edges (the tokens generation 0 waits for)."""
+        degree = np.diff(in_start)
+        late = np.bincount(g.v[g.d > 0], minlength=n)
+        self.mode: list[int] = np.where(
+            late > 0, GENERAL, np.where(degree == 1, SINGLE, np.where(degree == 2, PAIR, GENERAL))
+        ).tolist()
+        """Per event, `SINGLE`, `PAIR` or `GENERAL` (how the loop tracks its in-tokens)."""
+        release = events.release.tolist()
+        frees: list[tuple[int, ...]] = [()] * n
+        for x, (r, y) in enumerate(zip(self.resource, release, strict=True)):
+            if r != NO_RESOURCE and y == x:
+                frees[x] = (r,)
+        for x, y in enumerate(release):
+            if y != x:
+                frees[y] = (*frees[y], self.resource[x])
+        self.frees = frees
+        """Per event, the resources its completion frees: its own, then the one it releases."""
+
+
 class _Simulation:
     """State of one run; see the module docstring."""
 
     def __init__(
-        self, events: EventGraph, reverse_ties: bool, max_generations: int, budget: int
+        self, network: _Network, reverse_ties: bool, max_generations: int, budget: int
     ) -> None:
-        g = events.graph
-        n = g.num_nodes
-        self.events = events
+        n = len(network.core)
+        self.network = network
+        self.events = network.events
         self.n = n
+        self.core = network.core
+        self.resource = network.resource
+        self.reverse_ties = reverse_ties
         self.max_generations = max_generations
         self.budget = budget
-        self.tie = [n - 1 - x for x in range(n)] if reverse_ties else list(range(n))
-        self.w = g.w.tolist()
-        self.d = g.d.tolist()
-        self.v = g.v.tolist()
-        start, order = events.in_edge_index
-        start, order = start.tolist(), order.tolist()
-        self.into = [order[start[x] : start[x + 1]] for x in range(n)]
-        out_order = np.argsort(g.u, kind="stable")
-        out_start = np.searchsorted(g.u[out_order], np.arange(n + 1)).tolist()
-        out_order = out_order.tolist()
-        self.out = [out_order[out_start[x] : out_start[x + 1]] for x in range(n)]
-        self.core = g.core.tolist()
-        self.resource = events.resource.tolist()
-        self.service = events.service.tolist()
-        self.release = events.release.tolist()
-        self.released_by = [-1] * n
-        for x, y in enumerate(self.release):
-            if y != x:
-                self.released_by[y] = x
-        self.memory = events.memory_resource
-        self.tokens: list[list[int]] = [[] for _ in range(g.num_edges)]
         self.gen = [0] * n
-        self.missing = [sum(1 for e in self.into[x] if self.d[e] == 0) for x in range(n)]
-        self.busy = [False] * n  # scheduled: in the heap, a resource FIFO or service
-        self.arrival = [0] * n
-        self.holder = [-1] * (events.num_cores + 1)
-        self.fifo: list[list[int]] = [[] for _ in range(events.num_cores + 1)]
-        self.heap: list[tuple[int, int, int]] = []
-        self.done = [0] * max_generations
-        self.end = [0] * max_generations
         self.ends: list[int] = []
-        self.waits = [[0] * (events.num_cores + 1) for _ in range(max_generations)]
+        num_resources = self.events.num_cores + 1
+        self.waits = [[0] * num_resources for _ in range(max_generations)]
         self.max_request_wait = 0
         self.first = [0] * n
         """Completion time of each event in generation 0."""
         self.capped = -1
 
     def run(self, order: str) -> QueueRun:
-        """The event loop: `_schedule`, arrivals, starts, releases and `_complete`, inlined.
+        """`_loop` with the cyclic garbage collector paused.
 
-        The heap holds at most one entry ``(time, tie, event)`` per event, so the
-        processing order is fixed by ``(time, tie)`` alone; the loop below only
-        avoids Python call overhead (it is the hot path of pipeline selection).
+        A run allocates ``O(V + E)`` lists and tuples and no reference cycles;
+        left on, the collector would re-scan the whole process heap (the
+        caller's graphs and plans) several times per run for nothing.
         """
-        heap, tie, tokens = self.heap, self.tie, self.tokens
-        d, w, v = self.d, self.w, self.v
-        # Per event: its out-edges as (edge, target, delay, distance), its in-edges as
-        # (edge, distance).
-        outs = [[(e, v[e], w[e], d[e]) for e in edges] for edges in self.out]
-        ins = [[(e, d[e]) for e in edges] for edges in self.into]
-        resource, service, release, released_by = (
-            self.resource, self.service, self.release, self.released_by,
-        )  # fmt: skip
-        gen, missing, busy, arrival = self.gen, self.missing, self.busy, self.arrival
-        holder, fifo, core, waits = self.holder, self.fifo, self.core, self.waits
-        memory, max_generations, n = self.memory, self.max_generations, self.n
-        done, end, ends, first = self.done, self.end, self.ends, self.first
-        push, pop = heapq.heappush, heapq.heappop
-        no_resource = NO_RESOURCE
-        max_wait = 0
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._loop(order)
+        finally:
+            if enabled:
+                gc.enable()
 
-        for x in range(n):
-            if missing[x] == 0:
-                ready = 0
-                for e, de in ins[x]:
-                    if de <= 0:
-                        token = tokens[e].pop(0)
-                        if token > ready:
-                            ready = token
-                busy[x] = True
-                arrival[x] = -1
-                push(heap, (ready, tie[x], x))
-        processed = 0
-        budget = self.budget
+    def _loop(self, order: str) -> QueueRun:
+        """The event loop: scheduling, arrivals, starts, releases and completions, inlined.
+
+        The heap holds at most one entry per event, an integer key
+        ``time << shift | tie << 1 | phase`` (phase 0: arrival at the event's
+        resource, 1: completion), so the processing order is fixed by
+        ``(time, tie)`` alone; every key pushed is due no earlier than the one
+        being processed, so the processed times never decrease. The smallest
+        key pushed while processing one event waits in ``nxt`` instead of the
+        heap: the next iteration takes it by one `heapq.heappushpop`, which
+        returns it at once when it is due first (often the case). An event
+        with one or two in-edges of distance 0 (`SINGLE`, `PAIR`: nearly all)
+        needs no missing-token count: it is ready when each of its FIFOs holds
+        a token, and those FIFOs hold the event's keys rather than times; other
+        events (`GENERAL`) count the FIFOs still empty. An event that reached
+        the generation bound stays busy. All of this only avoids Python object
+        and call overhead (this loop is the hot path of pipeline selection).
+        """
+        net, n = self.network, self.n
+        tokens: list[list[int]] = [[] for _ in range(net.num_edges)]
+        ties = range(n - 1, -1, -1) if self.reverse_ties else range(n)
+        shift = (2 * n).bit_length()
+        mask = (1 << shift) - 1
+        # Key parts: start_tag[x] = tie << 1 | phase of its first heap entry; done_key[x] adds
+        # its service to the completion tag; who[tag] is the event.
+        start_tag = [(t << 1) | (r == NO_RESOURCE) for t, r in zip(ties, net.resource, strict=True)]
+        done_key = [(ns << shift) | (t << 1) | 1 for t, ns in zip(ties, net.service, strict=True)]
+        started = [(ns << shift) | 1 for ns in net.service]  # arrival key -> completion key
+        who = [0] * (2 * n)
+        for x, t in enumerate(ties):
+            who[2 * t] = who[2 * t + 1] = x
+        # Per event: its in-edges' FIFOs as (FIFO, distance) (GENERAL), its FIFO (SINGLE),
+        # its two FIFOs (PAIR); its out-edges as (FIFO, target, delay << shift | target's
+        # start tag, target's mode, the target's other FIFO (PAIR) or (delay, distance)).
+        start = net.in_start
+        mode = net.mode
+        ins_edges = [net.in_edge[start[x] : start[x + 1]] for x in range(n)]
+        ins = [
+            [(tokens[e], net.in_distance[i]) for i, e in enumerate(edges, start[x])]
+            if mode[x] == GENERAL
+            else tokens[edges[0]]
+            if mode[x] == SINGLE
+            else (tokens[edges[0]], tokens[edges[1]])
+            for x, edges in enumerate(ins_edges)
+        ]
+        targets, delays = net.out_target, net.out_delay
+        aux: list[object] = [None] * net.num_edges
+        for e, y, we, de in zip(net.out_edge, targets, delays, net.out_distance, strict=True):
+            m = mode[y]
+            if m == PAIR:
+                first_fifo, second_fifo = ins[y]
+                aux[e] = second_fifo if tokens[e] is first_fifo else first_fifo
+            elif m == GENERAL:
+                aux[e] = (we, de)
+        flat = list(
+            zip(
+                [tokens[e] for e in net.out_edge],
+                targets,
+                [(we << shift) | start_tag[y] for we, y in zip(delays, targets, strict=True)],
+                [mode[y] for y in targets],
+                [aux[e] for e in net.out_edge],
+                strict=True,
+            )
+        )
+        start = net.out_start
+        outs = [flat[start[x] : start[x + 1]] for x in range(n)]
+        resource, frees, core = net.resource, net.frees, net.core
+        gen, waits, first, ends = self.gen, self.waits, self.first, self.ends
+        missing = list(net.missing)
+        busy = [False] * n  # scheduled (heap, resource FIFO or service) or at the bound
+        arrival = [0] * n
+        num_resources = self.events.num_cores + 1
+        holder = [-1] * num_resources
+        fifo: list[deque[int]] = [deque() for _ in range(num_resources)]
+        memory, max_generations = net.memory, self.max_generations
+        done = [0] * max_generations
+        push, pop, pushpop = heapq.heappush, heapq.heappop, heapq.heappushpop
+        max_wait = 0
+        # Each key is due a delay or a service after a processed one: every time stays below
+        # horizon, and ``none`` above every key says that ``nxt`` is empty.
+        horizon = (self.budget + 1) * (max(net.out_delay, default=0) + max(net.service) + 1)
+        none = 1 << (horizon.bit_length() + shift)
+        single, pair = SINGLE, PAIR
+
+        heap = [start_tag[x] for x in range(n) if missing[x] == 0]  # time 0
+        heapq.heapify(heap)
+        for key in heap:
+            busy[who[key]] = True
+        nxt = none
         window = 2 * WINDOW
-        while heap:
-            if processed >= budget:
-                self.max_request_wait = max_wait
-                reason = (
-                    f"processed-event bound {budget} = {EVENT_BUDGET_FACTOR}(V+E) reached "
-                    f"after {len(ends)} generation(s) without convergence"
-                )
-                return self._unavailable(order, reason, processed)
-            now, _, x = pop(heap)
-            processed += 1
-            r = resource[x]
-            if r != no_resource and arrival[x] < 0:
+        processed = 0
+        for processed in range(1, self.budget + 1):
+            if nxt != none:
+                key = pushpop(heap, nxt)
+                nxt = none
+            elif heap:
+                key = pop(heap)
+            else:
+                processed -= 1
+                break
+            x = who[key & mask]
+            if not key & 1:
                 # Arrival at the resource's FIFO; start at once when it is free.
-                arrival[x] = now
+                r = resource[x]
+                arrival[x] = key >> shift
                 if holder[r] < 0:
                     holder[r] = x
-                    push(heap, (now + service[x], tie[x], x))
+                    nxt = key + started[x]
                 else:
                     fifo[r].append(x)
                 continue
             # x completes generation k: free what it holds, hand out its tokens.
+            now = key >> shift
+            base = now << shift
             k = gen[x]
             if k == 0:
                 first[x] = now
-            freed = r if r != no_resource and release[x] == x else -1
-            held = released_by[x]
-            for rr in (freed, resource[held]) if held >= 0 else (freed,):
-                if rr < 0:
-                    continue
-                holder[rr] = -1
+            for rr in frees[x]:
                 queue_r = fifo[rr]
                 if queue_r:
-                    y = queue_r.pop(0)
+                    y = queue_r.popleft()
                     holder[rr] = y
                     wait = now - arrival[y]
                     waits[gen[y]][core[y]] += wait
                     if rr == memory and wait > max_wait:
                         max_wait = wait
-                    push(heap, (now + service[y], tie[y], y))
-            for e, y, we, de in outs[x]:
-                queue = tokens[e]
-                queue.append(now + we)
-                if len(queue) == 1 and not busy[y] and de <= gen[y] < max_generations:
-                    missing[y] -= 1
-                    if missing[y] == 0:
-                        ky = gen[y]
-                        ready = now
-                        for e2, d2 in ins[y]:
-                            if ky >= d2:
-                                token = tokens[e2].pop(0)
-                                if token > ready:
-                                    ready = token
-                        busy[y] = True
-                        arrival[y] = -1
-                        push(heap, (ready, tie[y], y))
-            busy[x] = False
-            gen[x] = k + 1
-            done[k] += 1
-            if now > end[k]:
-                end[k] = now
-            if done[k] == n:
-                ends.append(end[k])
+                    due = base + done_key[y]
+                    if due < nxt:
+                        due, nxt = nxt, due
+                    if due != none:
+                        push(heap, due)
+                else:
+                    holder[rr] = -1
+            for queue, y, wkey, m, other in outs[x]:
+                if m == single:
+                    due = base + wkey
+                    if queue or busy[y]:
+                        queue.append(due)
+                        continue
+                elif m == pair:
+                    due = base + wkey
+                    if queue or busy[y] or not other:
+                        queue.append(due)
+                        continue
+                    token = other.pop(0)
+                    if token > due:
+                        due = token
+                else:
+                    we, de = other
+                    queue.append(now + we)
+                    if len(queue) > 1 or busy[y] or de > gen[y]:
+                        continue
+                    m = missing[y] - 1
+                    missing[y] = m
+                    if m:
+                        continue
+                    ky = gen[y]
+                    ready = now
+                    for q, d in ins[y]:
+                        if ky >= d:
+                            token = q.pop(0)
+                            if token > ready:
+                                ready = token
+                    due = (ready << shift) | (wkey & mask)
+                busy[y] = True
+                if due < nxt:
+                    due, nxt = nxt, due
+                if due != none:
+                    push(heap, due)
+            k1 = k + 1
+            gen[x] = k1
+            count = done[k] + 1
+            done[k] = count
+            if count == n:
+                ends.append(now)  # the latest completion of generation k: times never decrease
                 j = len(ends) - 1
                 if j >= window:
                     early = ends[j - WINDOW] - ends[j - window]
@@ -384,26 +515,57 @@ class _Simulation:
                     if 100 * abs(late - early) <= CONVERGENCE_PERCENT * max(early, late):
                         self.max_request_wait = max_wait
                         return self._converged(order, j, processed)
-            if k + 1 >= max_generations:
+            if k1 >= max_generations:
                 if self.capped < 0:
                     self.capped = x
-                continue
-            count = 0
-            for e, de in ins[x]:
-                if k + 1 >= de and not tokens[e]:
-                    count += 1
-            missing[x] = count
-            if count == 0:
+                continue  # x stays busy: it never runs again
+            m = mode[x]
+            if m == single:
+                queue = ins[x]
+                if not queue:
+                    busy[x] = False
+                    continue
+                due = queue.pop(0)
+                if due < base:
+                    due = base | start_tag[x]
+            elif m == pair:
+                queue, other = ins[x]
+                if not (queue and other):
+                    busy[x] = False
+                    continue
+                due = queue.pop(0)
+                token = other.pop(0)
+                if token > due:
+                    due = token
+                if due < base:
+                    due = base | start_tag[x]
+            else:
+                count = 0
+                for q, d in ins[x]:
+                    if k1 >= d and not q:
+                        count += 1
+                missing[x] = count
+                if count:
+                    busy[x] = False
+                    continue
                 ready = now
-                for e, de in ins[x]:
-                    if k + 1 >= de:
-                        token = tokens[e].pop(0)
+                for q, d in ins[x]:
+                    if k1 >= d:
+                        token = q.pop(0)
                         if token > ready:
                             ready = token
-                busy[x] = True
-                arrival[x] = -1
-                push(heap, (ready, tie[x], x))
+                due = (ready << shift) | start_tag[x]
+            if due < nxt:
+                due, nxt = nxt, due
+            if due != none:
+                push(heap, due)
         self.max_request_wait = max_wait
+        if nxt != none or heap:
+            reason = (
+                f"processed-event bound {self.budget} = {EVENT_BUDGET_FACTOR}(V+E) reached "
+                f"after {len(ends)} generation(s) without convergence"
+            )
+            return self._unavailable(order, reason, processed)
         return self._unavailable(order, self._stall_reason(), processed)
 
     def _converged(self, order: str, k: int, processed: int) -> QueueRun:
