@@ -48,10 +48,13 @@ compute load, then the candidate order above.
 Why the cycle bound and not demand first, as the seeds rank: the seeds call
 their rule a placement heuristic, not a timing model, and in the realized
 programs a core restarts once its window closes (`StageTiming.cycle_ns`).
-Measured on ResNet-18 (arch-a, equal stages; docs/benchmarks.md), demand-first
-kept the retained packing, whose lanes of one layer run one after another on
-the core holding its weights: two stages, 9.23 ms queue interval against
-5.00 ms for the placements of least cycle bound.
+Measured on ResNet-18 (arch-a; `benchmarks/bench_stage_placement.py`,
+docs/benchmarks.md): on the depth-8 initial partition demand-first keeps the
+retained packing of the 146-core first stage (demand 2.01 ms, but one
+layer's lanes run one after another on the core holding its weights: span
+9.83 ms), queue interval 7.50 ms; the cycle bound picks greedy (3.25 ms span),
+5.05 ms. On equal splits into 1 to 8 stages the two rules agree but once
+(three stages: 5.09 against 5.06 ms).
 """
 
 from __future__ import annotations
