@@ -258,3 +258,12 @@ def test_gzip_program_starts_with_its_config(
     with gzip.open(tmp_path / "e" / "program.json.gz", "rt") as handle:
         head = handle.read(40)
     assert head.startswith('{"config":{"array_group_map": {"core0": ')
+
+
+def test_the_pipeline_round_trip_reads_the_larger_tie_order() -> None:
+    from raptor_cp.emit.round_trip import program_figure
+
+    both = {"memory_controller": {"interval_ns": 10.0, "alternative_tie_interval_ns": 12.5}}
+    assert program_figure("pipeline", both) == 12.5
+    one = {"memory_controller": {"interval_ns": 10.0, "alternative_tie_interval_ns": None}}
+    assert program_figure("pipeline", one) is None

@@ -136,6 +136,7 @@ def test_reversed_tie_order_changes_the_interval() -> None:
     assert estimate.run.core_wait_ns == {0: 0.0, 1: 10.0}
     assert estimate.reversed_run.core_wait_ns == {0: 10.0, 1: 0.0}
     assert estimate.run.max_request_wait_ns == 10
+    assert estimate.larger_interval_ns == 120.0
 
 
 def switch_then_memory(held: bool) -> EventGraph:

@@ -35,7 +35,7 @@ from raptor_cp.errors import CapabilityUnavailableError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.periodic.analysis import dependency_finish
 from raptor_cp.periodic.events import build_events
-from raptor_cp.periodic.queue_engine import run_queue
+from raptor_cp.periodic.queue_engine import queue_estimate
 from raptor_cp.periodic.single_pass import single_pass
 from raptor_cp.pipeline.plan import PipelinePlan
 from raptor_cp.pipeline.realize import pipeline_events
@@ -136,8 +136,9 @@ def emit_pipeline(
 
     The program is the plan's realization (`raptor_cp.pipeline.realize.pipeline_events`:
     its READY/FREE registers, byte-payload and register checks) with the baseline
-    requests placed around their tasks. ``interval_ns`` is the schedule's own
-    interval as the compile reports it (the selection's queue estimate of the
+    requests placed around their tasks; its predicted interval is the larger of the
+    queue engine's two tie orders, as selection estimates a candidate. ``interval_ns``
+    is the schedule's own interval as the compile reports it (the selection's queue estimate of the
     plan); None takes the plan's analytic proxy (a selection without queue
     comparison).
     """
@@ -147,11 +148,11 @@ def emit_pipeline(
     items = with_baseline(graph, pipeline_items(graph, realization))
     lowered, check = _backend(graph, chip, items, looping=True)
     realized = build_events(item_steps(graph, chip, items), chip.step_timing(), graph.name)
-    queue = run_queue(realized)
+    queue = queue_estimate(realized)
     prediction = {
         "schedule_interval_ns": plan.interval_ns if interval_ns is None else interval_ns,
-        "realized_queue_interval_ns": queue.interval_ns,
-        "realized_queue_reason": queue.reason,
+        "realized_queue_interval_ns": queue.larger_interval_ns,
+        "realized_queue_reason": queue.run.reason or queue.reversed_run.reason,
         "realized_single_pass_ns": single_pass(realized, dependency_finish(realized)).latency_ns,
     }
     return EmittedProgram("pipeline", chip, lowered, check, prediction)

@@ -86,11 +86,14 @@ def program_figure(mode: str, document: dict[str, Any]) -> float | None:
 
     Pipeline mode reads the ``memory_controller`` estimate (the queues pimsim-nn
     has: switches and the controller's FIFO), which ``periodic`` turns on for an
-    emission directory.
+    emission directory: the larger of its two tie orders, as the compile predicts
+    (`QueueEstimate.larger_interval_ns`), None unless both converged.
     """
     if mode == "latency":
         return document["single_pass"]["latency_ns"]
-    return (document.get("memory_controller") or {}).get("interval_ns")
+    estimate = document.get("memory_controller") or {}
+    both = (estimate.get("interval_ns"), estimate.get("alternative_tie_interval_ns"))
+    return None if None in both else max(both)
 
 
 def _percent(value: float | None, base: float | None) -> float | None:

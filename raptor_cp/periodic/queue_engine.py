@@ -130,6 +130,17 @@ class QueueEstimate:
     def alternative_tie_interval_ns(self) -> float | None:
         return self.reversed_run.interval_ns
 
+    @property
+    def larger_interval_ns(self) -> float | None:
+        """The larger of the two tie orders' intervals, None unless both converged.
+
+        The seeds' candidate estimate takes the larger arbitration policy; the index
+        order alone depends on how a graph's events happen to be numbered (a program
+        read back from instructions numbers them differently from its realization).
+        """
+        both = (self.run.interval_ns, self.reversed_run.interval_ns)
+        return None if None in both else max(both)  # type: ignore[type-var]
+
     def to_json(self) -> dict[str, Any]:
         return {
             **self.run.to_json(),
