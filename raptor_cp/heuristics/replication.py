@@ -34,7 +34,8 @@ Plan (all decisions integer and tie-broken by id, so the plan is deterministic):
 
 Cost: ``O(U P)`` for the first copies and ``O(C (P + log U) + C r)`` for the
 ``C`` replicas (``r``: copies of the unit whose load changes), with ``U`` units
-and ``P`` cores; ``O(W P)`` bits for the residency.
+and ``P`` cores, each load comparison on integers of ``O(P)`` bits (``lcm(1..P)``
+has about ``1.44 P``); ``O(W P)`` bits for the residency.
 """
 
 from __future__ import annotations
