@@ -14,7 +14,8 @@ scheduling.md, "Default throughput selection", steps 2-9, as
    the stage whose cores carry the most processor service or, once the parent's
    critical recurrence is known, the most delay of its witness cycle;
 4. the shortlist is tried in rank order: constructive packing of the changed
-   stages (unchanged stages reuse theirs), physical placement, and placement
+   stages (unchanged stages reuse theirs, and their placement when their cores
+   stay the same), physical placement, and placement
    deduplication (two proposals placing every task and every core's stage
    identically are one schedule); each try uses one of the 128 constructive
    packings whether it succeeds or not;
