@@ -24,7 +24,8 @@ Plan (all decisions integer and tie-broken by id, so the plan is deterministic):
    its bounded retries) places all first copies instead; if that fails too,
    there is no plan and the caller keeps the seeds' reservations.
 3. **Replicas**: repeatedly take the unit with the largest work per copy
-   ``work / copies`` (compared exactly as fractions) and add a copy on the
+   ``work / copies`` (compared exactly: loads are kept as integers scaled by
+   ``lcm(1..P)`` for ``P`` cores, which every copy count divides) and add a copy on the
    least-loaded core that does not hold it and has room for its missing slots.
    A unit stops when it has as many copies as tasks or cores, or no core has
    room. This water-filling keeps the heaviest per-copy load as low as the
@@ -33,15 +34,16 @@ Plan (all decisions integer and tie-broken by id, so the plan is deterministic):
 
 Cost: ``O(U P)`` for the first copies and ``O(C (P + log U) + C r)`` for the
 ``C`` replicas (``r``: copies of the unit whose load changes), with ``U`` units
-and ``P`` cores; ``O(W P)`` bits for the residency.
+and ``P`` cores, each load comparison on integers of ``O(P)`` bits (``lcm(1..P)``
+has about ``1.44 P``); ``O(W P)`` bits for the residency.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
@@ -101,7 +103,9 @@ class _Cores:
         self.capacity = capacity
         self.used = np.zeros(capacity.shape[0], dtype=np.int64)
         self.resident = np.zeros((graph.num_weights, capacity.shape[0]), dtype=bool)
-        self.load = [Fraction(0)] * capacity.shape[0]
+        self.scale = math.lcm(*range(1, capacity.shape[0] + 1))
+        """Loads are ``scale`` times the work per copy: exact integers (copies <= cores)."""
+        self.load = [0] * capacity.shape[0]
 
     def missing(self, weights: tuple[int, ...]) -> np.ndarray:
         """Per core, the slots ``weights`` would add."""
@@ -112,7 +116,7 @@ class _Cores:
         """Core with room for ``weights``: least load, then least free slots after, then id."""
         new = self.missing(weights)
         free = self.capacity - self.used - new
-        best: tuple[Fraction, int, int] | None = None
+        best: tuple[int, int, int] | None = None
         for p in np.flatnonzero(free >= 0).tolist():
             if p in exclude:
                 continue
@@ -172,7 +176,7 @@ def _place_first_copies(
         if p is None:
             break
         cores.put(units.weights[u], p)
-        cores.load[p] += units.work[u]
+        cores.load[p] += units.work[u] * cores.scale
         holders[u].append(p)
     else:
         return "balanced"
@@ -183,19 +187,20 @@ def _place_first_copies(
         return None
     cores.used.fill(0)
     cores.resident.fill(False)
-    cores.load = [Fraction(0)] * len(cores.load)
+    cores.load = [0] * len(cores.load)
     for u in range(len(holders)):
         holders[u].clear()
     for u, p in zip(order, packing.cores, strict=True):
         cores.put(units.weights[u], p)
-        cores.load[p] += units.work[u]
+        cores.load[p] += units.work[u] * cores.scale
         holders[u].append(p)
     return "constructor"
 
 
 def _add_replicas(units: _Units, cores: _Cores, holders: list[list[int]], core_count: int) -> None:
     """Step 3: water-filling of ``work / copies`` over the free slots."""
-    heap = [(-Fraction(units.work[u]), u) for u in range(len(units.weights))]
+    scale = cores.scale
+    heap = [(-units.work[u] * scale, u) for u in range(len(units.weights))]
     heapq.heapify(heap)
     while heap:
         _, u = heapq.heappop(heap)
@@ -205,7 +210,7 @@ def _add_replicas(units: _Units, cores: _Cores, holders: list[list[int]], core_c
         p = cores.least_loaded(units.weights[u], set(holders[u]))
         if p is None:
             continue
-        old, new = Fraction(units.work[u], copies), Fraction(units.work[u], copies + 1)
+        old, new = units.work[u] * scale // copies, units.work[u] * scale // (copies + 1)
         for q in holders[u]:
             cores.load[q] += new - old
         cores.put(units.weights[u], p)

@@ -337,6 +337,9 @@ class _Assignment:
         self.size = np.asarray(problem.weight_size, dtype=np.int64)
         self.weights = [np.array(sorted(set(w)), dtype=np.int64) for w in problem.task_weights]
         self.slots = np.array([int(self.size[w].sum()) for w in self.weights], dtype=np.int64)
+        self.weight_list = [w.tolist() for w in self.weights]
+        self.size_list = self.size.tolist()
+        """``weights`` and ``size`` as Python lists, for the scalar checks of `_swap_fits`."""
         self.load = np.asarray(problem.loads, dtype=np.int64)
         edges = [(a, b, ns) for a, b, ns in problem.edges if a != b and ns > 0]
         self.edge_a, self.edge_b, self.edge_ns = np.array(edges, dtype=np.int64).reshape(-1, 3).T
@@ -585,14 +588,16 @@ class _Assignment:
 
     def _swap_fits(self, t: int, u: int) -> bool:
         """Whether both cores keep their weights within capacity after exchanging ``t``, ``u``."""
+        size = self.size_list
         for leaving, joining in ((t, u), (u, t)):
             core = int(self.core[leaving])
+            count = self.count[core]
             used = int(self.used[core])
-            gone = {w for w in self.weights[leaving].tolist() if self.count[core, w] == 1}
-            used -= sum(int(self.size[w]) for w in gone)
-            for w in self.weights[joining].tolist():
-                if self.count[core, w] == 0 or w in gone:
-                    used += int(self.size[w])
+            gone = {w for w in self.weight_list[leaving] if count[w] == 1}
+            used -= sum(size[w] for w in gone)
+            for w in self.weight_list[joining]:
+                if count[w] == 0 or w in gone:
+                    used += size[w]
             if used > self.problem.capacity:
                 return False
         return True

@@ -51,7 +51,9 @@ dependency diagnostics" and "Post-codegen instruction diagnostic"):
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import cached_property
@@ -283,17 +285,20 @@ class _Builder:
     def node(
         self, kind: EventKind, core: int, step: int, resource: int = NO_RESOURCE, service: int = 0
     ) -> int:
-        self.in_range(service)
+        if service > MAX_TIMING_NS:
+            self.in_range(service)
+        x = len(self.core)
         self.core.append(core)
-        self.kind.append(int(kind))
+        self.kind.append(kind)
         self.step.append(step)
         self.resource.append(resource)
         self.service.append(service)
-        self.release.append(len(self.release))
-        return len(self.core) - 1
+        self.release.append(x)
+        return x
 
     def edge(self, u: int, v: int, w: int, d: int = 0, link: int = NO_LABEL) -> None:
-        self.in_range(w)
+        if w > MAX_TIMING_NS:
+            self.in_range(w)
         self.edges.append((u, v, w, d, link))
 
     def in_range(self, ns: int) -> None:
@@ -353,6 +358,13 @@ def build_events(
     """
     num_cores = len(cores)
     b = _Builder(num_cores, name)
+    # Prices depend on their arguments only: memoised per call (steps repeat few sizes).
+    control_ns, data_ns = functools.cache(timing.control_ns), functools.cache(timing.data_ns)
+    read_ns, write_ns = (
+        functools.cache(timing.local_read_ns),
+        functools.cache(timing.local_write_ns),
+    )
+    node, edge = b.node, b.edge
     sends: dict[tuple[int, int], list[_Transfer]] = defaultdict(list)
     recvs: dict[tuple[int, int], list[_Transfer]] = defaultdict(list)
     signals: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
@@ -361,105 +373,97 @@ def build_events(
     for c, steps in enumerate(cores):
         if not steps:
             continue
-        entry = b.node(EventKind.ENTRY, c, -1)
+        entry = node(EventKind.ENTRY, c, -1)
         last, pending = entry, 0
         for position, step in enumerate(steps):
             i = position if origin is None else origin[c][position]
-            where = f"{name}: core {c} step {i}"
-            if isinstance(step, Compute):
-                _non_negative(step.ns, "ns", where)
+            kind = type(step)
+            if kind is Compute:
+                _non_negative(step.ns, "ns", name, c, i)
                 pending += step.ns
                 work[c] += step.ns
                 continue
-            if isinstance(step, Send | Recv | Signal):
-                _peer(step.peer, num_cores, c, where, allow_self=isinstance(step, Signal))
-            if isinstance(step, Send):
-                _non_negative(step.nbytes, "nbytes", where)
-                ns = timing.control_ns(c, step.peer)
-                request = b.node(EventKind.SEND_REQUEST, c, i, c, ns)
-                b.edge(last, request, pending)
-                enqueue = b.node(EventKind.SEND_ENQUEUE, c, i)
-                ns = timing.data_ns(c, step.peer, step.nbytes)
-                payload = b.node(EventKind.PAYLOAD, c, i, c, ns)
-                b.edge(enqueue, payload, 0)
+            if kind is Send or kind is Recv or kind is Signal:
+                _peer(step.peer, num_cores, c, kind is Signal, name, i)
+            if kind is Send:
+                _non_negative(step.nbytes, "nbytes", name, c, i)
+                request = node(EventKind.SEND_REQUEST, c, i, c, control_ns(c, step.peer))
+                edge(last, request, pending)
+                enqueue = node(EventKind.SEND_ENQUEUE, c, i)
+                ns = data_ns(c, step.peer, step.nbytes)
+                payload = node(EventKind.PAYLOAD, c, i, c, ns)
+                edge(enqueue, payload, 0)
                 sends[c, step.peer].append(_Transfer(c, i, step.nbytes, request, enqueue, payload))
-                work[c] += timing.local_read_ns(step.nbytes)
+                work[c] += read_ns(step.nbytes)
                 last, pending = enqueue, 0
-            elif isinstance(step, Recv):
-                _non_negative(step.nbytes, "nbytes", where)
-                permission = b.node(EventKind.PERMISSION, c, i, c, timing.control_ns(c, step.peer))
-                b.edge(last, permission, pending)
-                done = b.node(EventKind.RECV_DONE, c, i)
-                b.edge(permission, done, 0)
+            elif kind is Recv:
+                _non_negative(step.nbytes, "nbytes", name, c, i)
+                permission = node(EventKind.PERMISSION, c, i, c, control_ns(c, step.peer))
+                edge(last, permission, pending)
+                done = node(EventKind.RECV_DONE, c, i)
+                edge(permission, done, 0)
                 recvs[step.peer, c].append(_Transfer(c, i, step.nbytes, permission, done))
-                work[c] += timing.local_write_ns(step.nbytes)
+                work[c] += write_ns(step.nbytes)
                 last, pending = done, 0
-            elif isinstance(step, Load | Store):
-                _non_negative(step.nbytes, "nbytes", where)
-                load = isinstance(step, Load)
+            elif kind is Load or kind is Store:
+                _non_negative(step.nbytes, "nbytes", name, c, i)
+                load = kind is Load
                 if load:
-                    ns, local = timing.control_ns(c, GLOBAL_MEMORY), 0
+                    ns, local = control_ns(c, GLOBAL_MEMORY), 0
                     service = timing.global_read_ns(step.nbytes)
-                    after = timing.local_write_ns(step.nbytes)
+                    after = write_ns(step.nbytes)
                 else:
-                    ns = timing.data_ns(c, GLOBAL_MEMORY, step.nbytes)
-                    local = timing.local_read_ns(step.nbytes)
+                    ns = data_ns(c, GLOBAL_MEMORY, step.nbytes)
+                    local = read_ns(step.nbytes)
                     service, after = timing.global_write_ns(step.nbytes), 0
                 kinds = (
                     (EventKind.LOAD_REQUEST, EventKind.LOAD_SERVICE)
                     if load
                     else (EventKind.STORE_REQUEST, EventKind.STORE_SERVICE)
                 )
-                request = b.node(kinds[0], c, i, c, ns)
-                b.edge(last, request, pending + local)
-                memory = b.node(kinds[1], c, i, num_cores, service)
-                b.edge(request, memory, 0, link=b.link(c, GLOBAL_MEMORY))
+                request = node(kinds[0], c, i, c, ns)
+                edge(last, request, pending + local)
+                memory = node(kinds[1], c, i, num_cores, service)
+                edge(request, memory, 0, link=b.link(c, GLOBAL_MEMORY))
                 b.release[request] = memory
                 work[c] += local + after
                 last, pending = memory, after
-            elif isinstance(step, Signal):
-                _non_negative(step.register, "register", where)
-                token = b.node(EventKind.SIGNAL, c, i, c, timing.control_ns(c, step.peer))
-                b.edge(last, token, pending)
+            elif kind is Signal:
+                _non_negative(step.register, "register", name, c, i)
+                token = node(EventKind.SIGNAL, c, i, c, control_ns(c, step.peer))
+                edge(last, token, pending)
                 signals[step.peer, step.register].append((c, i, token))
                 cycle = timing.cycle_ns()
                 pending += cycle
                 work[c] += cycle
-            elif isinstance(step, Wait):
-                _non_negative(step.register, "register", where)
-                _non_negative(step.count, "count", where)
-                event = b.node(EventKind.WAIT, c, i)
-                b.edge(last, event, pending)
+            elif kind is Wait:
+                _non_negative(step.register, "register", name, c, i)
+                _non_negative(step.count, "count", name, c, i)
+                event = node(EventKind.WAIT, c, i)
+                edge(last, event, pending)
                 waits[c, step.register].append((event, step.count))
                 last, pending = event, 0
             else:
-                raise InvalidInstanceError(f"{where}: not a Step: {step!r}")
-        b.edge(last, entry, pending, 1)
+                raise InvalidInstanceError(f"{name}: core {c} step {i}: not a Step: {step!r}")
+        edge(last, entry, pending, 1)
     for ns in work:
         b.in_range(ns)
-    _match_transfers(b, sends, recvs, timing)
+    _match_transfers(b, sends, recvs, read_ns, write_ns)
     notes = _match_signals(b, signals, waits)
-    graph = PeriodicGraph(
-        len(b.core),
-        [e[0] for e in b.edges],
-        [e[1] for e in b.edges],
-        [e[2] for e in b.edges],
-        [e[3] for e in b.edges],
-        core=b.core,
-        link=[e[4] for e in b.edges],
-        name=name,
-    )
+    u, v, w, d, link = np.array(b.edges, dtype=np.int64).reshape(-1, 5).T
+    graph = PeriodicGraph(len(b.core), u, v, w, d, core=b.core, link=link, name=name)
     return EventGraph(
         graph, b.resource, b.service, b.release, num_cores, b.kind, b.step, work, tuple(notes)
     )
 
 
-def _non_negative(value: int, what: str, where: str) -> None:
+def _non_negative(value: int, what: str, name: str, core: int, step: int) -> None:
     if value < 0:
-        raise InvalidInstanceError(f"{where}: {what} is {value}, not >= 0")
+        raise InvalidInstanceError(f"{name}: core {core} step {step}: {what} is {value}, not >= 0")
 
 
-def _peer(peer: int, num_cores: int, core: int, where: str, allow_self: bool) -> None:
+def _peer(peer: int, num_cores: int, core: int, allow_self: bool, name: str, step: int) -> None:
+    where = f"{name}: core {core} step {step}"
     if not 0 <= peer < num_cores:
         raise InvalidInstanceError(f"{where}: peer core {peer} outside 0..{num_cores - 1}")
     if peer == core and not allow_self:
@@ -470,7 +474,8 @@ def _match_transfers(
     b: _Builder,
     sends: dict[tuple[int, int], list[_Transfer]],
     recvs: dict[tuple[int, int], list[_Transfer]],
-    timing: StepTiming,
+    read_ns: Callable[[int], int],
+    write_ns: Callable[[int], int],
 ) -> None:
     """Pair the k-th SEND from ``s`` to ``r`` with the k-th RECV on ``r`` from ``s``."""
     for pair in sorted(set(sends) | set(recvs)):
@@ -488,12 +493,8 @@ def _match_transfers(
                     f"core {dst}, whose matching step {recv.step} receives {recv.nbytes}"
                 )
             b.edge(send.first, recv.first, 0, link=b.link(src, dst))
-            b.edge(
-                recv.first, send.second, timing.local_read_ns(send.nbytes), link=b.link(dst, src)
-            )
-            b.edge(
-                send.third, recv.second, timing.local_write_ns(send.nbytes), link=b.link(src, dst)
-            )
+            b.edge(recv.first, send.second, read_ns(send.nbytes), link=b.link(dst, src))
+            b.edge(send.third, recv.second, write_ns(send.nbytes), link=b.link(src, dst))
 
 
 def _match_signals(

@@ -14,7 +14,8 @@ scheduling.md, "Default throughput selection", steps 2-9, as
    the stage whose cores carry the most processor service or, once the parent's
    critical recurrence is known, the most delay of its witness cycle;
 4. the shortlist is tried in rank order: constructive packing of the changed
-   stages (unchanged stages reuse theirs), physical placement, and placement
+   stages (unchanged stages reuse theirs, and their placement when their cores
+   stay the same), physical placement, and placement
    deduplication (two proposals placing every task and every core's stage
    identically are one schedule); each try uses one of the 128 constructive
    packings whether it succeeds or not;
@@ -69,6 +70,7 @@ from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.core_budgets import minimax_budgets
 from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
 from raptor_cp.pipeline.initial import InitialPipeline, add_spare_cores, initial_pipeline
+from raptor_cp.pipeline.layout import StagePlacer
 from raptor_cp.pipeline.neighbourhood import Proposal, neighbours
 from raptor_cp.pipeline.plan import PipelinePlan, assemble_pipeline
 from raptor_cp.pipeline.proxy import ProxyScore, SelectionProxy
@@ -233,6 +235,7 @@ class _Search:
         self.visited: set[tuple[tuple[int, int, int], ...]] = set()
         self.placements: dict[str, int] = {}
         self.packed: dict[tuple[int, int, int], tuple[tuple[int, ...], dict[str, object]]] = {}
+        self.placer = StagePlacer(self.graph, self.target)
         for stage, core, evidence in zip(
             initial.plan.stages, initial.assignments, initial.packing, strict=True
         ):
@@ -324,7 +327,9 @@ class _Search:
     # -- building and evaluating -------------------------------------------------
 
     def build(self, stages: Sequence[Stage]) -> tuple[PipelinePlan, tuple[dict[str, object], ...]]:
-        """Constructive packing of every stage (memoised per stage) and physical placement."""
+        """Constructive packing of every stage and physical placement (both memoised per
+        stage: a stage a move leaves unchanged on the same cores is neither packed nor
+        placed again)."""
         began = time.perf_counter()
         try:
             assignments, evidence = [], []
@@ -335,7 +340,9 @@ class _Search:
                 core, details = self.packed[key]
                 assignments.append(core)
                 evidence.append(details)
-            plan = assemble_pipeline(self.graph, self.target, self.groups, stages, assignments)
+            plan = assemble_pipeline(
+                self.graph, self.target, self.groups, stages, assignments, self.placer
+            )
         finally:
             self.budget.times["constructive_packing"] += time.perf_counter() - began
         return plan, tuple(evidence)

@@ -233,7 +233,13 @@ class StagePlacement:
 
 
 class StagePlacer:
-    """Places the stages of one graph on one target (shares the adjacency and price caches)."""
+    """Places the stages of one graph on one target (shares the adjacency and price caches).
+
+    `place` is memoised per (tasks, packing, region): pipeline selection keeps
+    one placer for all its candidates, and a stage a move leaves unchanged (same
+    groups, budget and cores) reuses its placement. Placement is deterministic,
+    so the memo changes no result.
+    """
 
     def __init__(self, graph: ComputeGraph, target: SchedulingTarget) -> None:
         self.graph = graph
@@ -246,6 +252,7 @@ class StagePlacer:
         self.nbytes = graph.edge_bytes.tolist()
         self.direct = graph.edge_direct.tolist()
         self._prices: dict[tuple[int, int, int, bool], int] = {}
+        self._placed: dict[tuple[tuple[int, ...], ...], StagePlacement] = {}
 
     def transfer(self, a: int, b: int, edge: int) -> int:
         """``target.transfer_ns`` of ``edge`` from core ``a`` to ``b``, memoised (0 on one core)."""
@@ -441,6 +448,15 @@ class StagePlacer:
         region:
             The stage's physical cores in snake order.
         """
+        key = (tuple(tasks), tuple(int(a) for a in assignment), tuple(region))
+        found = self._placed.get(key)
+        if found is None:
+            found = self._placed[key] = self._place(tasks, assignment, region)
+        return found
+
+    def _place(
+        self, tasks: Sequence[int], assignment: Sequence[int], region: Sequence[int]
+    ) -> StagePlacement:
         member = np.zeros(self.graph.num_tasks, dtype=bool)
         member[list(tasks)] = True
         edges = self.stage_edges(tasks, member)

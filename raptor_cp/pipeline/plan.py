@@ -130,6 +130,7 @@ def assemble_pipeline(
     groups: PipelineGroups,
     stages: Sequence[Stage],
     assignments: Sequence[Sequence[int]],
+    placer: StagePlacer | None = None,
 ) -> PipelinePlan:
     """Lay out, place, order and estimate a partition (see the module docstring).
 
@@ -140,6 +141,9 @@ def assemble_pipeline(
     assignments:
         Per stage, the abstract core ``0..budget-1`` of each of its tasks in the
         order of ``groups.range_tasks(stage.first, stage.stop)``.
+    placer:
+        The `StagePlacer` to use (default: a new one); a caller assembling many
+        partitions of one graph passes one, so unchanged stages reuse placements.
 
     Raises
     ------
@@ -151,7 +155,7 @@ def assemble_pipeline(
     if len(assignments) != len(stages):
         raise ScheduleViolationError(f"{len(assignments)} packings for {len(stages)} stages")
     layout = PipelineCoreLayout.build(target, [s.cores for s in stages])
-    placer = StagePlacer(graph, target)
+    placer = placer or StagePlacer(graph, target)
     placements: list[StagePlacement] = []
     expected = 0
     for index, (stage, assignment, region) in enumerate(
