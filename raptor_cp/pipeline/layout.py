@@ -349,9 +349,6 @@ class StagePlacer:
             preds.setdefault(self.dst[e], []).append(e)
         rows: dict[tuple[int, int, bool], np.ndarray] = {}
 
-        def row(i: int, e: int) -> np.ndarray:
-            return self._row(rows, region, i, e)
-
         index: dict[int, int] = {}
         never = np.iinfo(np.int64).max
         for t in tasks:
@@ -362,7 +359,7 @@ class StagePlacer:
                 return None
             incident = np.zeros(k, dtype=np.int64)
             for e in preds.get(t, ()):
-                incident += row(index[self.src[e]], e)
+                incident += self._row(rows, region, index[self.src[e]], e)
             key = np.where(fits, demand + self.cost[t] + incident, never)
             tied = key == key.min()
             i = int(np.argmin(np.where(tied, new, never)))
@@ -372,7 +369,7 @@ class StagePlacer:
             demand[i] += self.cost[t] + incident[i]
             for e in preds.get(t, ()):
                 q = index[self.src[e]]
-                demand[q] += row(q, e)[i]
+                demand[q] += self._row(rows, region, q, e)[i]
         return {t: region[i] for t, i in index.items()}
 
     def replicated(
