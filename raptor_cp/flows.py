@@ -50,7 +50,7 @@ from raptor_cp.problems import (
 )
 from raptor_cp.progress import Progress, reporting
 from raptor_cp.reports.output import count, format_ns
-from raptor_cp.solvers import solve
+from raptor_cp.solvers import DEFAULT_METHOD, solve
 from raptor_cp.targets.base import SchedulingTarget
 from raptor_cp.targets.registry import DEFAULT_TARGET, resolve_target, scale_target
 from raptor_cp.workload.model import Workload
@@ -517,12 +517,14 @@ def compile_pipeline(
     method: str | None = None,
     settings: Mapping[str, Any] | None = None,
     emit: bool = False,
+    jobs: int = 1,
 ) -> PipelineResult:
     """Select a pipeline schedule of at most ``depth`` stages and check it.
 
     ``method`` and ``settings`` choose the registered pipeline solver (default
     ``beam``, the queue-aware selection; ``initial`` keeps the initialized
-    schedule).
+    schedule). ``jobs`` CPUs evaluate each beam round's candidates side by side
+    (`raptor_cp.forked`; the selection is the same for every ``jobs``).
 
     With ``periodic``, also analyse the realized schedule's periodic execution
     (read-only: the schedule does not change). With ``emit``, lower the selected
@@ -544,8 +546,16 @@ def compile_pipeline(
     problem = _with_advice(
         prepared, lambda: PipelineProblem(prepared.graph, prepared.target, depth)
     )
+    options = dict(settings or {})
+    if jobs < 1:
+        raise InvalidConfigError(f"jobs must be at least 1, got {jobs}")
+    if jobs > 1:
+        from raptor_cp.pipeline.beam import BeamPipelineSolver
+
+        if (method or DEFAULT_METHOD[PipelineProblem]) == BeamPipelineSolver.name:
+            options["jobs"] = jobs
     with reporting(progress):
-        solution = solve(problem, method, **(settings or {}))
+        solution = solve(problem, method, **options)
     plan, selection = solution.plan, solution.selection
     if plan is None or selection is None or solution.objective is None:
         raise NotFoundWithinBudgetError(f"{prepared.model}: no pipeline schedule found")
@@ -739,6 +749,7 @@ def compile(
     exchange_budget: int | None = None,
     exchange_limits: AdmissionLimits | None = None,
     emit: bool = False,
+    jobs: int = 1,
     progress: Progress = _quiet,
 ) -> CompileResult:
     """Compile ``model`` for ``target``: the library form of ``raptor-cp compile``.
@@ -771,6 +782,8 @@ def compile(
     emit:
         PIM targets: also lower the schedule to a verified pimsim-nn program
         (``result.program``; `raptor_cp.emit.files.write_emission` writes it).
+    jobs:
+        Pipeline mode: CPUs the selection may use (`compile_pipeline`).
     progress:
         ``progress(phase, detail)`` after each phase.
 
@@ -795,6 +808,7 @@ def compile(
             periodic=periodic,
             progress=progress,
             emit=emit,
+            jobs=jobs,
         )
     if exchange_budget is not None:
         from raptor_cp.exchange.admission import AdmissionLimits

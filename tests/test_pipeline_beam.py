@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from raptor_cp.cli import main
 from raptor_cp.flows import compile_pipeline, prepare
+from raptor_cp.forked import can_fork
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.pipeline.beam import BeamPipelineSolver, SelectionStoppedError
 from raptor_cp.pipeline.selection import Candidate, PipelineSelection, near_equivalence
@@ -85,9 +86,14 @@ def test_rounds_respect_the_beam_and_the_budgets(lenet_beam: tuple) -> None:
         assert len(beam) == 2 and len(found) <= 2
         assert set(beam) <= seen
         seen.update(found)
-    # Every evaluated candidate came from a parent of its round's beam.
+    # Two roots: the initialized schedule and the latency schedule as one stage.
+    roots = [c for c in selection.candidates if c.parent is None]
+    assert [c.index for c in roots] == [0, 1] and selection.latency_root == "candidate 1"
+    assert roots[1].round == 0 and len(roots[1].stages) == 1 and roots[1].cost is not None
+    assert {p.candidate for p in roots[1].plan.placements} == {"latency"}
+    # Every other candidate came from a parent of its round's beam.
     beams = {r: beam for r, beam, _ in selection.rounds}
-    for candidate in selection.candidates[1:]:
+    for candidate in selection.candidates[2:]:
         assert candidate.parent in beams[candidate.round]
     # Physical placements are distinct.
     digests = {
@@ -114,6 +120,19 @@ def test_the_search_is_deterministic(lenet_beam: tuple) -> None:
         c.estimate_ns for c in selection.candidates
     ]
     assert again.decision == selection.decision
+
+
+@pytest.mark.skipif(not can_fork(), reason="forked evaluation runs on Linux only")
+def test_side_by_side_evaluation_selects_the_same_schedule(lenet_beam: tuple) -> None:
+    problem, selection = lenet_beam
+    forked = BeamPipelineSolver(jobs=2).solve(problem).selection
+    assert forked is not None
+    assert [c.canonical for c in forked.candidates] == [c.canonical for c in selection.candidates]
+    assert [c.estimate_ns for c in forked.candidates] == [
+        c.estimate_ns for c in selection.candidates
+    ]
+    assert [a.outcome for a in forked.attempts] == [a.outcome for a in selection.attempts]
+    assert forked.rounds == selection.rounds and forked.decision == selection.decision
 
 
 def test_the_queue_budget_stops_the_search(lenet_beam: tuple) -> None:

@@ -27,6 +27,7 @@ from raptor_cp.cli.common import (
 )
 from raptor_cp.exchange.admission import DEFAULT_FRAGMENT_LIMIT, AdmissionLimits
 from raptor_cp.flows import DEFAULT_PIPELINE_DEPTH, DEFAULT_SCHEDULER
+from raptor_cp.forked import usable_cpus
 from raptor_cp.problems import LatencyProblem, PipelineProblem
 from raptor_cp.solvers import methods
 
@@ -142,6 +143,12 @@ DEFAULT_OUT = Path("raptor-out")
     show_default=True,
     help="With --exchange-budget: never encode a plan with a phase of more transfer pieces.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Pipeline mode: CPUs that evaluate each selection round's candidates side by side "
+    "(default: every CPU this process may use; 1: one at a time; the schedule is the same).",
+)
 def compile_command(
     model: Path | None,
     target: str,
@@ -166,6 +173,7 @@ def compile_command(
     placement_finalists: int,
     exchange_schedule_finalists: int,
     fragment_limit: int,
+    jobs: int | None,
 ) -> None:
     """Schedule MODEL on a target and write schedule.json and trace.json to --out.
 
@@ -191,6 +199,8 @@ def compile_command(
         raise UserError("--periodic-diagnostics needs pipeline mode (--pipeline N > 1)")
     if depth is None and pipeline_method is not None:
         raise UserError("--pipeline-method needs pipeline mode (--pipeline N > 1)")
+    if depth is None and jobs is not None:
+        raise UserError("--jobs needs pipeline mode (--pipeline N > 1)")
     limits = None
     if exchange_budget is not None:
         limits = AdmissionLimits(
@@ -221,6 +231,7 @@ def compile_command(
                 exchange_budget=exchange_budget,
                 exchange_limits=limits,
                 emit=emit_dir is not None,
+                jobs=usable_cpus() if jobs is None else jobs,
                 progress=progress,
             )
         except ExchangeNotAdmittedError as error:

@@ -69,7 +69,7 @@ CoreItems = list[list[Item]]
 
 
 def pipeline_items(graph: ComputeGraph, realization: PipelineRealization) -> CoreItems:
-    """The items of a pipeline realization, one per step (a compute run: one per task)."""
+    """The items of a pipeline realization, one per step (a compute run: one per unit)."""
     edge_of = {
         (u, v): e
         for e, (u, v) in enumerate(
@@ -77,11 +77,15 @@ def pipeline_items(graph: ComputeGraph, realization: PipelineRealization) -> Cor
         )
     }
     items: CoreItems = []
-    for steps, owners in zip(realization.cores, realization.tasks, strict=True):
+    for steps, owners, parts in zip(
+        realization.cores, realization.tasks, realization.parts, strict=True
+    ):
         core_items: list[Item] = []
-        for step, who in zip(steps, owners, strict=True):
+        for step, who, part in zip(steps, owners, parts, strict=True):
             if isinstance(step, Compute):
-                core_items.extend(Item(ItemKind.TASK, task=t) for t in who)
+                core_items.extend(
+                    Item(ItemKind.TASK, task=t, part=p) for t, p in zip(who, part, strict=True)
+                )
             elif isinstance(step, Send):
                 core_items.append(
                     Item(ItemKind.SEND, edge=edge_of[who], peer=step.peer, nbytes=step.nbytes)

@@ -33,12 +33,16 @@ transfers (by start time, then edge): blocking rendezvous cannot deadlock,
 whatever the real timing (`raptor_cp.emit.rendezvous` checks the emitted
 program anyway).
 
-Two users: latency emission (`raptor_cp.emit.latency_order`: every cross-core
-edge is a rendezvous, tasks cut into units) and the pipeline realization
-(`raptor_cp.pipeline.realize`: only a stage's own cross-core edges are
-rendezvous; edges between stages go through global memory and are not
-simulated, so the stages run side by side as they do in steady state; tasks
-stay whole because a realized compute run is atomic).
+Two users, both with tasks cut into units: latency emission
+(`raptor_cp.emit.latency_order`: every cross-core edge is a rendezvous) and
+the pipeline realization (`raptor_cp.pipeline.realize`: only a stage's own
+cross-core edges are rendezvous; edges between stages go through global memory
+and are not simulated, so the stages run side by side as they do in steady
+state). Kept whole, a long matrix task held its partners' rendezvous until it
+ended: the `auto` latency schedule of ResNet-18 on arch-a, realized as one
+pipeline stage, ran a sample every 5.49 ms with whole tasks and every 4.61 ms
+with units (PIMCOMP-NN's ResNet-18 on its chip: 16.39 and 13.79 ms;
+docs/benchmarks.md).
 
 Time ``O((U + X) log(U + X) + X K)`` for ``U`` units, ``X`` cross-core edges
 and ``K`` the most transfers pending on one core at a time.

@@ -55,7 +55,7 @@ import hashlib
 import heapq
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -66,10 +66,12 @@ from raptor_cp.errors import (
     ScheduleViolationError,
     TimingUnavailableError,
 )
+from raptor_cp.forked import forked_map
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.core_budgets import minimax_budgets
 from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
 from raptor_cp.pipeline.initial import InitialPipeline, add_spare_cores, initial_pipeline
+from raptor_cp.pipeline.latency_candidate import latency_stage_plan
 from raptor_cp.pipeline.layout import StagePlacer
 from raptor_cp.pipeline.neighbourhood import Proposal, neighbours
 from raptor_cp.pipeline.plan import PipelinePlan, assemble_pipeline
@@ -83,9 +85,9 @@ from raptor_cp.pipeline.selection import (
     near_equivalence,
 )
 from raptor_cp.pipeline.stage_costs import StageCosts
-from raptor_cp.problems import PipelineProblem, PipelineSolution, Stage, Status
+from raptor_cp.problems import LatencyProblem, PipelineProblem, PipelineSolution, Stage, Status
 from raptor_cp.progress import tick
-from raptor_cp.reports.output import count
+from raptor_cp.solvers import DEFAULT_METHOD, solve
 from raptor_cp.targets.base import (
     UNKNOWN_SUPPORT,
     UNSUPPORTED,
@@ -127,11 +129,16 @@ class BeamPipelineSolver:
     spare_units: int = SPARE_UNITS
     queue_evaluations: int = QUEUE_EVALUATIONS
     constructive_packings: int = CONSTRUCTIVE_PACKINGS
+    jobs: int = 1
+    """CPUs a round's queue evaluations may use side by side (`raptor_cp.forked`); the
+    selection does not depend on it."""
 
     def solve(self, problem: PipelineProblem) -> PipelineSolution:
         began = time.perf_counter()
         initial = initial_pipeline(problem.graph, problem.target, problem.depth, self.spare_units)
-        search = _Search(problem, initial, self.queue_evaluations, self.constructive_packings)
+        search = _Search(
+            problem, initial, self.queue_evaluations, self.constructive_packings, self.jobs
+        )
         selection = search.run(self.name)
         chosen = selection.selected
         objective = chosen.estimate_ns
@@ -165,15 +172,18 @@ def target_cost(
     term. A realization the target cannot time (sub-byte payloads, too few event
     registers) is an unsupported static form, not an exception.
     """
+    began = time.perf_counter()
     try:
         realization = target_realization(
             graph, target, plan.schedule, plan.task_stage(graph.num_tasks)
         )
     except TimingUnavailableError as error:
         return RealizedScheduleCost.unavailable(f"{name}: {error}", UNSUPPORTED)
-    return target.estimate_realized_schedule_cost(
+    realized_s = time.perf_counter() - began
+    cost = target.estimate_realized_schedule_cost(
         realization.cores, name, recurrence, plan.baseline.service_ns
     )
+    return replace(cost, wall_s=(("realization", realized_s), *cost.wall_s))
 
 
 def placement_digest(plan: PipelinePlan) -> str:
@@ -204,6 +214,7 @@ class _Budget:
             "constructive_packing": 0.0,
             "dependency_witness": 0.0,
             "queue_execution": 0.0,
+            "latency_schedule": 0.0,
         }
     )
 
@@ -212,7 +223,12 @@ class _Search:
     """One run of the beam refinement (module docstring)."""
 
     def __init__(
-        self, problem: PipelineProblem, initial: InitialPipeline, queue: int, packings: int
+        self,
+        problem: PipelineProblem,
+        initial: InitialPipeline,
+        queue: int,
+        packings: int,
+        jobs: int = 1,
     ) -> None:
         self.graph: ComputeGraph = problem.graph
         self.target: SchedulingTarget = problem.target
@@ -221,6 +237,8 @@ class _Search:
         self.costs: StageCosts = initial.costs
         self.groups = self.costs.groups
         self.queue_limit = queue
+        self.jobs = jobs
+        self.pending: list[int] = []
         self.packing_limit = packings
         self.proxy = SelectionProxy.of(self.costs, self.target)
         work = np.add.reduceat(
@@ -236,6 +254,8 @@ class _Search:
         self.placements: dict[str, int] = {}
         self.packed: dict[tuple[int, int, int], tuple[tuple[int, ...], dict[str, object]]] = {}
         self.placer = StagePlacer(self.graph, self.target)
+        self.latency_problem = problem.latency
+        self.latency_root = ""
         for stage, core, evidence in zip(
             initial.plan.stages, initial.assignments, initial.packing, strict=True
         ):
@@ -347,18 +367,35 @@ class _Search:
             self.budget.times["constructive_packing"] += time.perf_counter() - began
         return plan, tuple(evidence)
 
-    def evaluate(self, candidate: Candidate) -> Candidate:
-        """Query the target for ``candidate``'s realized schedule; stop if it cannot answer."""
+    def cost_of(self, index: int) -> RealizedScheduleCost:
+        """Realize candidate ``index`` and query the target (pure: runs in a forked child
+        when a round's evaluations run side by side, `raptor_cp.forked`)."""
+        candidate = self.candidates[index]
         name = f"{self.graph.name} candidate {candidate.index}"
+        return target_cost(self.graph, self.target, candidate.plan, name, recurrence=True)
+
+    def evaluate_pending(self) -> None:
+        """Evaluate the candidates `request` queued, on up to ``jobs`` CPUs, and record
+        them in index order; stop if one cannot be costed."""
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        first = self.budget.queue_used + 1
+        numbers = f"{first}" if len(pending) == 1 else f"{first}-{first + len(pending) - 1}"
         tick(
             "select",
-            f"queue evaluation {self.budget.queue_used + 1} of at most {self.queue_limit} "
-            f"(candidate {candidate.index}, {count(len(candidate.stages), 'stage')})",
+            f"queue evaluation {numbers} of at most {self.queue_limit} (candidate"
+            f"{'s' * (len(pending) > 1)} {', '.join(map(str, pending))})",
         )
-        cost = target_cost(self.graph, self.target, candidate.plan, name, recurrence=True)
+        for index, cost in zip(pending, forked_map(self.cost_of, pending, self.jobs), strict=True):
+            self._record(self.candidates[index], cost)
+
+    def _record(self, candidate: Candidate, cost: RealizedScheduleCost) -> None:
         self.budget.queue_used += 1
         wall = dict(cost.wall_s)
-        self.budget.times["queue_execution"] += wall.get("extraction", 0.0) + wall.get("queue", 0.0)
+        self.budget.times["queue_execution"] += sum(
+            wall.get(phase, 0.0) for phase in ("realization", "extraction", "queue")
+        )
         self.budget.times["dependency_witness"] += wall.get("recurrence", 0.0)
         if not cost.available:
             prop = missing_property(cost)
@@ -370,17 +407,12 @@ class _Search:
                 candidate.index,
                 prop,
             )
-        return Candidate(
-            candidate.index, candidate.stages, candidate.parent, candidate.move,
-            candidate.round, candidate.proxy, candidate.plan, candidate.packing, cost,
-        )  # fmt: skip
+        self.candidates[candidate.index] = replace(candidate, cost=cost)
 
-    def _replace(self, candidate: Candidate) -> None:
-        self.candidates[candidate.index] = candidate
-
-    def _ensure_cost(self, index: int) -> None:
-        if self.candidates[index].cost is None:
-            self._replace(self.evaluate(self.candidates[index]))
+    def request(self, index: int) -> None:
+        """Queue candidate ``index`` for the round's evaluation (once)."""
+        if self.candidates[index].cost is None and index not in self.pending:
+            self.pending.append(index)
 
     # -- the search ---------------------------------------------------------------
 
@@ -399,6 +431,7 @@ class _Search:
         round_number = 0
         if self.groups.count > 1:
             termination = ""
+            self.add_latency_root()
         while not termination:
             round_number += 1
             quota = BEAM_WIDTH if len(beam) == 1 else 1
@@ -411,6 +444,7 @@ class _Search:
                     if found is None:
                         break
                     evaluated.append(found)
+            self.evaluate_pending()
             self.rounds.append((round_number, tuple(beam), tuple(evaluated)))
             if self.budget.queue_used >= self.queue_limit:
                 termination = f"queue evaluation budget ({self.queue_limit}) spent"
@@ -452,11 +486,48 @@ class _Search:
             constructive_packings=(self.budget.packings_used, self.packing_limit),
             phase_times_s=times,
             work=work,
+            latency_root=self.latency_root,
         )
+
+    def add_latency_root(self) -> None:
+        """Add the production latency schedule as a one-stage candidate, evaluated with the
+        first round (`raptor_cp.pipeline.latency_candidate`); `latency_root` says why not
+        when it cannot be (the latency scheduler finds no schedule, or the same placement
+        is already a candidate)."""
+        began = time.perf_counter()
+        method = DEFAULT_METHOD[LatencyProblem]
+        try:
+            found = solve(self.latency_problem, method)
+            if found.schedule is None:
+                self.latency_root = f"not a candidate: {method} found no latency schedule"
+                return
+            plan = latency_stage_plan(
+                self.graph, self.target, self.groups, found.schedule, self.placer
+            )
+        except RaptorError as error:
+            self.latency_root = f"not a candidate: {error}"
+            return
+        finally:
+            self.budget.times["latency_schedule"] += time.perf_counter() - began
+        digest = placement_digest(plan)
+        if digest in self.placements:
+            same = self.placements[digest]
+            self.latency_root = f"not a candidate: the same placement as candidate {same}"
+            return
+        index = len(self.candidates)
+        self.placements[digest] = index
+        evidence = {"placement": "latency schedule", "scheduler": found.solver}
+        move = f"latency schedule ({method}) as one stage"
+        score = self.proxy.score(plan.stages)
+        candidate = Candidate(index, plan.stages, None, move, 0, score, plan, (evidence,), None)
+        self.candidates.append(candidate)
+        self.latency_root = f"candidate {index}"
+        self.request(0)
+        self.request(index)
 
     def _budget_spent(self) -> bool:
         return (
-            self.budget.queue_used >= self.queue_limit
+            self.budget.queue_used + len(self.pending) >= self.queue_limit
             or self.budget.packings_used >= self.packing_limit
         )
 
@@ -486,11 +557,11 @@ class _Search:
                 packing, None,
             )  # fmt: skip
             self.candidates.append(candidate)
-            self._ensure_cost(0)
+            self.request(0)
             if self._budget_spent():
                 self.attempts.append(Attempt(*attempt, "not evaluated: queue budget spent", index))
                 return None
-            self._replace(self.evaluate(candidate))
+            self.request(index)
             self.attempts.append(Attempt(*attempt, "evaluated", index))
             return index
         return None

@@ -176,7 +176,19 @@ def assemble_pipeline(
         placements.append(placer.place(tasks, assignment, region))
     if expected != groups.count:
         raise ScheduleViolationError(f"stages cover {expected} of {groups.count} groups")
+    return plan_of_placements(graph, target, groups, stages, layout, placements)
 
+
+def plan_of_placements(
+    graph: ComputeGraph,
+    target: SchedulingTarget,
+    groups: PipelineGroups,
+    stages: Sequence[Stage],
+    layout: PipelineCoreLayout,
+    placements: Sequence[StagePlacement],
+) -> PipelinePlan:
+    """Steps 3-4 of the module docstring: order the placed stages and estimate the plan."""
+    stages = tuple(stages)
     orders: list[list[int]] = [[] for _ in range(target.cores)]
     start = np.zeros(graph.num_tasks, dtype=np.int64)
     for placement in placements:

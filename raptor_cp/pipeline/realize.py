@@ -6,9 +6,13 @@ program per physical core, one generation (one inference) each, which
 of the seeds' "Periodic dependency diagnostics" (scheduling.md). What is
 modelled:
 
-* **Compute.** Each task is an atomic compute run of ``graph.cost_on(task,
-  core)`` ns on its core (the physical cost), in the schedule's per-core order;
-  consecutive compute with no communication between is merged into one
+* **Compute.** Each task runs ``graph.cost_on(task, core)`` ns on its core (the
+  physical cost), in the schedule's per-core order. Where the target times the
+  phases of a transfer, a matrix task longer than `QUANTUM_NS` is cut into
+  units of consecutive products, as latency emission cuts it, so that a
+  rendezvous can sit between two units instead of waiting for the whole task
+  (`raptor_cp.periodic.rendezvous_order`); the emitted program runs the same
+  units. Consecutive units with no communication between are merged into one
   `Compute` step (lanes and loop iterations are never expanded; zero-ns runs
   are dropped). Tasks of an operator type the target's queue model does not
   time (`StepTiming.untimed_operations`: Softmax on PIM, whose ``vsoftmax``
@@ -21,11 +25,12 @@ modelled:
   the programs (`raptor_cp.periodic.rendezvous_order`: a free core takes a
   transfer whose partner is free and whose data is ready, else its next task;
   the stages run side by side, edges between stages are not simulated);
-  otherwise each transfer sits at its producer's estimated finish. Both give
-  every task and transfer a time, and one topological order of dependencies,
-  core orders and transfers (Kahn's algorithm, earliest stage, then time; ties:
-  transfers first, then id) ranks them; a core's program is its tasks and
-  transfers sorted by that rank. Both ends of a transfer share its rank, so the
+  otherwise each transfer sits at its producer's estimated finish (tasks
+  whole). Both give every unit and transfer a time, and one topological order
+  of dependencies, core orders and transfers (Kahn's algorithm, earliest
+  stage, then time; ties: transfers first, then task id and part) ranks them;
+  a core's program is its units and transfers sorted by that rank, a task's
+  loads before its first unit and its stores after its last. Both ends of a transfer share its rank, so the
   blocked transfer of smallest rank always has its partner posted: no cycle
   of waiting transfers. Placing each rendezvous at the producer's list-schedule
   rank instead made cores wait on partners busy with earlier work: on ResNet-18
@@ -68,15 +73,16 @@ modelled:
   `pipeline_events` raises `TimingUnavailableError` naming the task.
 
 Omitted effects are listed in `REALIZATION_EFFECTS` (the report adds them to
-the model's own list). Time ``O((T + E) log (T + E) + E K)`` for ``T`` tasks, ``E``
-edges and ``K`` the most transfers pending on one core in the simulation; the
-programs have ``O(T + E)`` steps.
+the model's own list). Time ``O((U + E) log (U + E) + E K)`` for ``U`` compute
+units (tasks, or their cuts: a task of ``w`` ns has at most about
+``w / QUANTUM_NS + 1``), ``E`` edges and ``K`` the most transfers pending on one
+core in the simulation; the programs have ``O(T + E)`` steps for ``T`` tasks
+(units with nothing between them merge into one compute run).
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -86,7 +92,7 @@ import numpy as np
 from raptor_cp.errors import ScheduleViolationError, TimingUnavailableError
 from raptor_cp.graph import SCALAR_PROJECTION, ComputeGraph
 from raptor_cp.periodic.events import EventGraph, build_events
-from raptor_cp.periodic.rendezvous_order import Action, simulate_rendezvous
+from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, Action, part_ns, simulate_rendezvous
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 from raptor_cp.pipeline.boundary import publication_bytes
 from raptor_cp.schedule import Schedule
@@ -125,12 +131,18 @@ class PipelineRealization:
         ``cores[c]``: core ``c``'s steps in program order (empty: idle core).
     tasks:
         ``tasks[c][i]``: the task ids step ``i`` of core ``c`` realizes (a compute
-        run's tasks, a transfer's producer and consumer, a store's producer, a
-        wait's or signal's first task; release-tree steps at entry: empty).
+        run's: the task of each of its units, a transfer's producer and consumer,
+        a store's producer, a wait's or signal's first task; release-tree steps
+        at entry: empty).
+    parts:
+        ``parts[c][i]``: a compute run's unit parts, one per entry of
+        ``tasks[c][i]`` (products ``[first, stop)``, ``(0, 0)`` for a whole
+        task); empty for other steps.
     """
 
     cores: list[list[Step]]
     tasks: list[list[tuple[int, ...]]]
+    parts: list[list[tuple[tuple[int, int], ...]]]
 
     def counts(self) -> dict[str, int]:
         """Steps per kind over all cores (sorted kind names)."""
@@ -162,83 +174,148 @@ class _PendingSignal:
     register: _Register
 
 
-Item = tuple[tuple[int, ...], Step | _PendingWait | _PendingSignal, tuple[int, ...]]
+@dataclass(frozen=True)
+class _Unit:
+    """A compute unit before merging into runs: products ``part`` of ``task``, ``ns``."""
+
+    task: int
+    part: tuple[int, int]
+    ns: int
+
+
+Item = tuple[tuple[int, ...], Step | _PendingWait | _PendingSignal | _Unit, tuple[int, ...]]
 """A program entry before sorting: (sort key, step, tasks it realizes)."""
 
 
-ProgramTimes = tuple[Sequence[int], Mapping[int, int]]
-"""Start of every task and of every same-stage transfer (edge id -> start) that orders the
-programs: the rendezvous simulation's (`target_realization`) or the list schedule's."""
+Unit = tuple[int, tuple[int, int], int]
+"""A compute unit of a core's program: (task, products ``[first, stop)`` -- ``(0, 0)`` for
+the whole task -- and its ns)."""
+
+WHOLE = (0, 0)
+"""The part of a unit that is its whole task."""
 
 
-def list_schedule_times(
-    graph: ComputeGraph, schedule: Schedule, transfers: Sequence[int]
-) -> ProgramTimes:
-    """Tasks at their estimated starts, each transfer at its producer's estimated finish."""
+@dataclass(frozen=True)
+class ProgramOrder:
+    """What orders the programs: every core's compute units in program order with their
+    starts, and the start of every same-stage transfer (edge id -> start). From the
+    rendezvous simulation (`target_realization`) or the list schedule
+    (`list_schedule_order`)."""
+
+    units: list[list[Unit]]
+    unit_start: list[list[int]]
+    transfer_time: Mapping[int, int]
+
+
+def list_schedule_order(
+    graph: ComputeGraph, schedule: Schedule, transfers: Sequence[int], untimed: frozenset[str]
+) -> ProgramOrder:
+    """Whole tasks at their estimated starts, each transfer at its producer's estimated
+    finish; a task of an ``untimed`` operator type gets no timed work."""
     start = schedule.start_ns.tolist()
     core = schedule.core.tolist()
     src = graph.edge_src.tolist()
-    return start, {e: start[src[e]] + graph.cost_on(src[e], core[src[e]]) for e in transfers}
+    units = [
+        [
+            (t, WHOLE, 0 if graph.operation_type(t) in untimed else graph.cost_on(t, c))
+            for t in order
+        ]
+        for c, order in enumerate(schedule.core_order)
+    ]
+    return ProgramOrder(
+        units,
+        [[start[t] for t in order] for order in schedule.core_order],
+        {e: start[src[e]] + graph.cost_on(src[e], core[src[e]]) for e in transfers},
+    )
+
+
+@dataclass(frozen=True)
+class ProgramRanks:
+    """Positions in one topological order of units and transfers (`program_ranks`)."""
+
+    unit: list[int]
+    """Per unit, in `ProgramOrder.units` order (core by core)."""
+    first: list[int]
+    """Per task: its first unit's rank (where its loads go)."""
+    last: list[int]
+    """Per task: its last unit's rank (where its stores go)."""
+    transfer: dict[int, int]
+    """Per same-stage transfer (edge id)."""
 
 
 def program_ranks(
-    graph: ComputeGraph,
-    schedule: Schedule,
-    task_stage: np.ndarray,
-    transfers: Sequence[int],
-    times: ProgramTimes,
-) -> tuple[list[int], dict[int, int]]:
-    """Positions of every task and of every same-stage transfer in one topological order.
+    graph: ComputeGraph, task_stage: np.ndarray, transfers: Sequence[int], order: ProgramOrder
+) -> ProgramRanks:
+    """Positions of every compute unit and of every same-stage transfer in one topological
+    order.
 
-    The order covers the dependencies, every core's order, and each transfer
-    between its producer and its consumer. Kahn's algorithm takes the ready node
-    of the earliest stage, then the earliest time of ``times``; ties: transfers
-    before tasks, then id. Returns (task ranks, edge id -> rank); raises
-    `ScheduleViolationError` when the core orders contradict the dependencies.
-    ``O((T + E) log (T + E))``.
+    The order covers the dependencies (a task's last unit before its consumers'
+    first), every core's order of units, and each transfer between its
+    producer and its consumer. Kahn's algorithm takes the ready node of the
+    earliest stage, then the earliest start of ``order``; ties: transfers
+    before units, then task id and part. Raises `ScheduleViolationError` when
+    the core orders contradict the dependencies. ``O((U + E) log (U + E))``
+    for ``U`` units.
     """
     n = graph.num_tasks
-    x = len(transfers)
-    successors: list[list[int]] = [[] for _ in range(n + x)]
-    indegree = [0] * (n + x)
+    stage = task_stage.tolist()
     src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
+    first, last = [-1] * n, [-1] * n
+    key: list[tuple[int, int, int, int, int]] = []
+    successors: list[list[int]] = []
+    indegree: list[int] = []
+    for units, starts in zip(order.units, order.unit_start, strict=True):
+        for k, ((t, part, _), at) in enumerate(zip(units, starts, strict=True)):
+            node = len(key)
+            if first[t] < 0:
+                first[t] = node
+            last[t] = node
+            key.append((stage[t], int(at), 1, t, part[0]))
+            successors.append([])
+            indegree.append(0)
+            if k:
+                successors[node - 1].append(node)
+                indegree[node] += 1
+    count = len(key)
+    missing = [t for t in range(n) if first[t] < 0]
+    if missing:
+        raise ScheduleViolationError(f"{graph.name}: task {missing[0]} is in no core's order")
     via = set(transfers)
     for e, (u, v) in enumerate(zip(src, dst, strict=True)):
         if e not in via:
-            successors[u].append(v)
-            indegree[v] += 1
+            successors[last[u]].append(first[v])
+            indegree[first[v]] += 1
     for i, e in enumerate(transfers):
-        successors[src[e]].append(n + i)
-        successors[n + i].append(dst[e])
-        indegree[n + i] += 1
-        indegree[dst[e]] += 1
-    for order in schedule.core_order:
-        for u, v in itertools.pairwise(order):
-            successors[u].append(v)
-            indegree[v] += 1
-    task_time, transfer_time = times
-    stage = task_stage.tolist()
-    key = [(stage[t], int(task_time[t]), 1, t) for t in range(n)]
-    key.extend((stage[src[e]], transfer_time[e], 0, n + i) for i, e in enumerate(transfers))
-    heap = [key[t] for t in range(n + x) if indegree[t] == 0]
+        node = count + i
+        key.append((stage[src[e]], int(order.transfer_time[e]), 0, n + i, 0))
+        successors.append([first[dst[e]]])
+        indegree.append(1)
+        successors[last[src[e]]].append(node)
+        indegree[first[dst[e]]] += 1
+    heap = [(*key[x], x) for x in range(len(key)) if indegree[x] == 0]
     heapq.heapify(heap)
-    rank = [-1] * (n + x)
+    rank = [-1] * len(key)
     position = 0
     while heap:
-        node = heapq.heappop(heap)[3]
+        node = heapq.heappop(heap)[-1]
         rank[node] = position
         position += 1
         for v in successors[node]:
             indegree[v] -= 1
             if indegree[v] == 0:
-                heapq.heappush(heap, key[v])
-    if position != n + x:
-        stuck = min(t for t in range(n) if rank[t] < 0)
+                heapq.heappush(heap, (*key[v], v))
+    if position != len(key):
+        stuck = min(key[x][3] for x in range(count) if rank[x] < 0)
         raise ScheduleViolationError(
             f"{graph.name}: the per-core orders contradict the dependencies (task {stuck} "
             "follows a cycle of dependencies and core orders)"
         )
-    return rank[:n], {e: rank[n + i] for i, e in enumerate(transfers)}
+    return ProgramRanks(
+        rank[:count],
+        [rank[x] for x in first],
+        [rank[x] for x in last],
+        {e: rank[count + i] for i, e in enumerate(transfers)},
+    )
 
 
 def same_stage_transfers(
@@ -256,7 +333,7 @@ def realize_pipeline(
     task_stage: np.ndarray,
     untimed: frozenset[str] = frozenset(),
     registers: int | None = None,
-    times: ProgramTimes | None = None,
+    order: ProgramOrder | None = None,
 ) -> PipelineRealization:
     """The per-core programs of ``schedule`` (see the module docstring).
 
@@ -276,13 +353,14 @@ def realize_pipeline(
     core_of, stage_of = core.tolist(), task_stage.tolist()
     src, dst, nbytes = (a.tolist() for a in (graph.edge_src, graph.edge_dst, graph.edge_bytes))
     direct = same_stage_transfers(graph, schedule, task_stage)
-    if times is None:
-        times = list_schedule_times(graph, schedule, direct)
-    rank, transfer_rank = program_ranks(graph, schedule, task_stage, direct, times)
+    if order is None:
+        order = list_schedule_order(graph, schedule, direct, untimed)
+    ranks = program_ranks(graph, task_stage, direct, order)
+    transfer_rank = ranks.transfer
     scalar = (graph.edge_kind == SCALAR_PROJECTION).tolist()
     # items[c]: (key, step, tasks); a key sorts a core's program (module docstring).
     items: list[list[Item]] = [[] for _ in range(num_cores)]
-    boundary = _Boundary(rank, core_of, stage_of, publication_bytes(graph).tolist())
+    boundary = _Boundary(ranks, core_of, stage_of, publication_bytes(graph).tolist())
     for e, (u, v, b) in enumerate(zip(src, dst, nbytes, strict=True)):
         cu, cv = core_of[u], core_of[v]
         if stage_of[u] == stage_of[v]:
@@ -296,29 +374,32 @@ def realize_pipeline(
                 f"{graph.name}: edge {e} runs from stage {stage_of[u]} back to stage {stage_of[v]}"
             )
         boundary.read(e, u, v, b, scalar[e])
-    for c, order in enumerate(schedule.core_order):
-        for t in order:
-            ns = 0 if graph.operation_type(t) in untimed else graph.cost_on(t, c)
-            items[c].append(((rank[t], _COMPUTE), Compute(ns), (t,)))
+    unit_rank = iter(ranks.unit)
+    for c, units in enumerate(order.units):
+        for t, part, ns in units:
+            items[c].append(((next(unit_rank), _COMPUTE), _Unit(t, part, ns), (t,)))
     boundary.realize(items)
     for entries in items:
         entries.sort(key=lambda item: item[0])
     cores: list[list[Step]] = []
     tasks: list[list[tuple[int, ...]]] = []
+    parts: list[list[tuple[tuple[int, int], ...]]] = []
     for entries in _allocate_registers(items, registers):
-        steps, owners = _merge_compute(entries)
+        steps, owners, owned_parts = _merge_compute(entries)
         cores.append(steps)
         tasks.append(owners)
-    return PipelineRealization(cores, tasks)
+        parts.append(owned_parts)
+    return PipelineRealization(cores, tasks, parts)
 
 
 class _Boundary:
     """The cross-stage stores, loads and synchronization of one realization."""
 
     def __init__(
-        self, rank: list[int], core_of: list[int], stage_of: list[int], published: list[int]
+        self, ranks: ProgramRanks, core_of: list[int], stage_of: list[int], published: list[int]
     ) -> None:
-        self.rank, self.core_of, self.stage_of, self.published = rank, core_of, stage_of, published
+        self.first, self.last = ranks.first, ranks.last
+        self.core_of, self.stage_of, self.published = core_of, stage_of, published
         self.core_stage = {c: stage_of[t] for t, c in enumerate(core_of)}
         self.readers: dict[tuple[int, int], set[int]] = {}
         """Publication (producer task, -1 or scalar edge id) -> reader cores."""
@@ -335,15 +416,16 @@ class _Boundary:
             self.scalar_bytes[edge] = nbytes
 
     def realize(self, items: list[list[Item]]) -> None:
-        """Add stores, loads, READY, release tree and restart permissions to ``items``."""
-        rank, core_of, stage_of = self.rank, self.core_of, self.stage_of
+        """Add stores, loads, READY, release tree and restart permissions to ``items``: a
+        producer's after its task's last unit, a consumer's before its task's first."""
+        first, last, core_of, stage_of = self.first, self.last, self.core_of, self.stage_of
         producers: dict[tuple[int, int], set[int]] = {}
         """(producer stage s, reader stage t) -> producer cores of s that t loads from."""
         tree: dict[tuple[int, int], set[int]] = {}
         """(reader stage t, producer stage s) -> reader cores of t loading from s."""
         ready: Counter[tuple[int, int]] = Counter()
         permitted: set[tuple[int, int]] = set()
-        for u, scalar_edge in sorted(self.readers, key=lambda k: (rank[k[0]], k[1])):
+        for u, scalar_edge in sorted(self.readers, key=lambda k: (last[k[0]], k[1])):
             c, s = core_of[u], stage_of[u]
             size = self.published[u] if scalar_edge < 0 else self.scalar_bytes[scalar_edge]
             readers = sorted(self.readers[u, scalar_edge])
@@ -352,21 +434,21 @@ class _Boundary:
                 if (c, t) not in permitted:
                     permitted.add((c, t))
                     wait = _PendingWait(_Register(FREE, t), 1)
-                    items[c].append(((rank[u], _WAIT_FREE, t), wait, (u,)))
-            items[c].append(((rank[u], _STORE, scalar_edge), Store(size), (u,)))
+                    items[c].append(((last[u], _WAIT_FREE, t), wait, (u,)))
+            items[c].append(((last[u], _STORE, scalar_edge), Store(size), (u,)))
             for r in readers:
                 tree.setdefault((self.core_stage[r], s), set()).add(r)
                 signal = _PendingSignal(r, _Register(READY, s))
-                items[c].append(((rank[u], _READY, scalar_edge, r), signal, (u,)))
+                items[c].append(((last[u], _READY, scalar_edge, r), signal, (u,)))
                 ready[r, s] += 1
         waiting: set[tuple[int, int]] = set()
-        for v, u, e, nbytes in sorted(self.loads, key=lambda x: (rank[x[0]], rank[x[1]], x[2])):
+        for v, u, e, nbytes in sorted(self.loads, key=lambda x: (first[x[0]], last[x[1]], x[2])):
             r, s = core_of[v], stage_of[u]
             if (r, s) not in waiting:
                 waiting.add((r, s))
                 wait = _PendingWait(_Register(READY, s), ready[r, s])
-                items[r].append(((rank[v], _WAIT_READY, -1, s), wait, (v,)))
-            items[r].append(((rank[v], _LOAD, rank[u], e), Load(nbytes), (v, u)))
+                items[r].append(((first[v], _WAIT_READY, -1, s), wait, (v,)))
+            items[r].append(((first[v], _LOAD, last[u], e), Load(nbytes), (v, u)))
         for (t, s), members in sorted(tree.items()):
             _release_tree(items, sorted(members), s, sorted(producers[s, t]), t)
 
@@ -418,8 +500,10 @@ def _allocate_registers(items: list[list[Item]], registers: int | None) -> list[
 
 
 def _allocated(
-    step: Step | _PendingWait | _PendingSignal, core: int, allocation: list[dict[_Register, int]]
-) -> Step:
+    step: Step | _PendingWait | _PendingSignal | _Unit,
+    core: int,
+    allocation: list[dict[_Register, int]],
+) -> Step | _Unit:
     if isinstance(step, _PendingWait):
         return Wait(allocation[core][step.register], step.count)
     if isinstance(step, _PendingSignal):
@@ -427,29 +511,44 @@ def _allocated(
     return step
 
 
-def _merge_compute(entries: list[Item]) -> tuple[list[Step], list[tuple[int, ...]]]:
-    """Merge consecutive `Compute` entries into one run; drop zero-ns runs."""
+def _merge_compute(
+    entries: list[Item],
+) -> tuple[list[Step], list[tuple[int, ...]], list[tuple[tuple[int, int], ...]]]:
+    """Merge consecutive compute units into one `Compute` run; drop zero-ns runs.
+
+    Returns the steps, each step's tasks (a run: the task of each unit) and each
+    step's parts (a run: each unit's part; other steps: empty).
+    """
     steps: list[Step] = []
     owners: list[tuple[int, ...]] = []
-    run_ns, run_tasks = 0, ()
+    parts: list[tuple[tuple[int, int], ...]] = []
+    run_ns = 0
+    run_tasks: list[int] = []
+    run_parts: list[tuple[int, int]] = []
 
     def flush() -> None:
-        nonlocal run_ns, run_tasks
+        nonlocal run_ns
         if run_tasks and run_ns > 0:
             steps.append(Compute(run_ns))
-            owners.append(run_tasks)
-        run_ns, run_tasks = 0, ()
+            owners.append(tuple(run_tasks))
+            parts.append(tuple(run_parts))
+        run_ns = 0
+        run_tasks.clear()
+        run_parts.clear()
 
     for _, step, who in entries:
-        if isinstance(step, Compute):
+        if isinstance(step, _Unit):
             run_ns += step.ns
-            run_tasks = run_tasks + who
+            run_tasks.append(step.task)
+            run_parts.append(step.part)
             continue
         flush()
+        assert isinstance(step, Step)
         steps.append(step)
         owners.append(who)
+        parts.append(())
     flush()
-    return steps, owners
+    return steps, owners, parts
 
 
 def target_realization(
@@ -474,14 +573,18 @@ def target_realization(
         _check_byte_payloads(graph, schedule.core, task_stage)
     direct = same_stage_transfers(graph, schedule, task_stage)
     programs = simulate_rendezvous(
-        graph, target, timing, schedule, schedule.start_ns, direct, quantum=None
+        graph, target, timing, schedule, schedule.start_ns, direct, QUANTUM_NS
     )
-    task_time = [0] * graph.num_tasks
+    units: list[list[Unit]] = [[] for _ in programs]
+    starts: list[list[int]] = [[] for _ in programs]
     transfer_time: dict[int, int] = {}
-    for entries in programs:
+    for c, entries in enumerate(programs):
         for entry in entries:
             if entry.action is Action.TASK:
-                task_time[entry.task] = entry.start_ns
+                units[c].append(
+                    (entry.task, entry.part, part_ns(graph, target, entry.task, entry.part, c))
+                )
+                starts[c].append(entry.start_ns)
             elif entry.action is Action.SEND:
                 transfer_time[entry.edge] = entry.start_ns
     return realize_pipeline(
@@ -490,7 +593,7 @@ def target_realization(
         task_stage,
         timing.untimed_operations,
         timing.event_registers,
-        (task_time, transfer_time),
+        ProgramOrder(units, starts, transfer_time),
     )
 
 

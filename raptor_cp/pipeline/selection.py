@@ -145,6 +145,10 @@ class PipelineSelection:
     """(used, budget)."""
     phase_times_s: dict[str, float] = field(default_factory=dict)
     work: dict[str, int] = field(default_factory=dict)
+    latency_root: str = ""
+    """What became of the latency schedule as a one-stage candidate (``candidate k`` or
+    why it is not one; `raptor_cp.pipeline.latency_candidate`); empty when the search
+    did not run."""
 
     @property
     def selected(self) -> Candidate:

@@ -17,7 +17,9 @@ and phase times"):
   initiation interval) and the ranking proxy;
 * ``candidates``: every candidate built, with its stages, core budgets, search
   parent and move, proxy, analytic interval, ``queue_estimate_ns`` and
-  eligibility; ``search_parents`` and ``rounds`` give the beam's history,
+  eligibility (candidate 0 is the initialized schedule; the latency schedule as
+  one stage is a second root, ``latency_candidate`` says which candidate or why
+  none); ``search_parents`` and ``rounds`` give the beam's history,
   ``attempts`` every proposal tried and its outcome;
 * ``selection``: the 2.1 % near-equivalence decision; ``termination``;
   ``queue_budget`` (``queue_evaluations_used`` of 32, constructive packings
@@ -124,7 +126,12 @@ def _candidate_row(candidate: Candidate, selected: int) -> dict[str, object]:
         "selection_eligible": cost is not None and cost.available,
     }
     if candidate.parent is None:
-        row["parent_why"] = "the initialized schedule is the search's root"
+        row["parent_why"] = (
+            "the initialized schedule is the search's root"
+            if candidate.index == 0
+            else "a second root: the latency schedule as one stage, evaluated with the first "
+            "round (not proposed by a move)"
+        )
     if candidate.proxy is None:
         row["proxy_why"] = "a stage has no packing at its budget under the allocation costs"
     if cost is None:
@@ -295,6 +302,12 @@ def selection_document(result: PipelineResult) -> dict[str, object]:
         ],
         **_backend_attempts(result),
         "termination": selection.termination,
+        "latency_candidate": selection.latency_root or None,
+        **(
+            {}
+            if selection.latency_root
+            else {"latency_candidate_why": "the search did not run (a single candidate)"}
+        ),
         "queue_budget": {
             "queue_evaluations": queue_budget,
             "queue_evaluations_used": queue_used,

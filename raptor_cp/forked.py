@@ -1,0 +1,150 @@
+"""Evaluate independent items side by side in forked child processes.
+
+Pipeline selection spends most of its time evaluating candidates (realization,
+event extraction, two queue runs and the recurrence witness: about 4 s each
+for ResNet-50), and the candidates of one beam round are independent of each
+other's results. `forked_map` evaluates such a batch on up to ``jobs`` CPUs:
+the parent computes the first item of each chunk itself and a forked child
+each of the others. A child shares the parent's memory copy-on-write, so
+nothing is pickled on the way in (the prepared graph and the plans stay where
+they are); only the result comes back, pickled through a pipe. Results are
+returned in item order and do not depend on ``jobs``, so a compile is byte
+for byte the same with one CPU or several.
+
+Forking is used only where it is safe and cheap: on Linux (the platform's
+``fork`` keeps the numpy state usable in the child), and only when more than
+one CPU is usable. Elsewhere, or with ``jobs`` 1, the items run one after the
+other in this process. A child ignores Ctrl-C (the parent stops it), never
+runs the parent's cleanup (it leaves through ``os._exit``), and reports an
+exception by returning it; an exception that cannot be pickled comes back as
+its text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from raptor_cp.progress import reporting
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the platform has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def can_fork() -> bool:
+    """True where `forked_map` forks: Linux (see the module docstring)."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+def forked_map(function: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]:
+    """``[function(item) for item in items]``, up to ``jobs`` at a time in forked children.
+
+    An exception raised by ``function`` is raised here, for the first failing
+    item in order, after every child of its chunk has ended.
+    """
+    if jobs <= 1 or len(items) <= 1 or not can_fork():
+        return [function(item) for item in items]
+    results: list[R] = []
+    for start in range(0, len(items), jobs):
+        chunk = items[start : start + jobs]
+        children: list[_Child] = []
+        try:
+            for item in chunk[1:]:
+                children.append(_Child.start(function, item))
+            outcomes: list[tuple[bool, object]] = [_call(function, chunk[0])]
+            outcomes.extend(child.collect() for child in children)
+        finally:
+            for child in children:
+                child.stop()
+        for ok, value in outcomes:
+            if not ok:
+                assert isinstance(value, BaseException)
+                raise value
+            results.append(value)  # type: ignore[arg-type]
+    return results
+
+
+def _call(function: Callable[[T], R], item: T) -> tuple[bool, object]:
+    try:
+        return True, function(item)
+    except Exception as error:  # returned, raised by the parent in item order
+        return False, error
+
+
+class _Child:
+    """One forked child computing one item and writing the pickled outcome to a pipe."""
+
+    def __init__(self, pid: int, read_fd: int) -> None:
+        self.pid = pid
+        self.read_fd = read_fd
+        self.reaped = False
+
+    @classmethod
+    def start(cls, function: Callable[[T], R], item: T) -> _Child:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: compute, write, leave without the parent's cleanup
+            status = 1
+            try:
+                os.close(read_fd)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                with reporting(lambda phase, detail: None):
+                    outcome = _call(function, item)
+                try:
+                    payload = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+                except Exception as error:
+                    failure = RuntimeError(
+                        f"a forked evaluation's {'result' if outcome[0] else 'error'} "
+                        f"({type(outcome[1]).__name__}: {outcome[1]}) cannot be returned: {error}"
+                    )
+                    payload = pickle.dumps((False, failure))
+                with os.fdopen(write_fd, "wb") as pipe:
+                    pipe.write(payload)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write_fd)
+        return cls(pid, read_fd)
+
+    def collect(self) -> tuple[bool, object]:
+        """Read the child's outcome and reap it."""
+        with os.fdopen(self.read_fd, "rb") as pipe:
+            payload = pipe.read()
+        _, status = os.waitpid(self.pid, 0)
+        self.reaped = True
+        if not payload:
+            return False, RuntimeError(
+                f"a forked evaluation process ended without a result (wait status {status})"
+            )
+        try:
+            outcome = pickle.loads(payload)
+        except Exception as error:
+            return False, RuntimeError(f"a forked evaluation's outcome cannot be read: {error}")
+        assert isinstance(outcome, tuple)
+        return outcome
+
+    def stop(self) -> None:
+        """Kill and reap the child if `collect` did not (the parent failed or was interrupted)."""
+        if self.reaped:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        self.reaped = True
+        with contextlib.suppress(OSError):  # already closed by an interrupted `collect`
+            os.close(self.read_fd)

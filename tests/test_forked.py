@@ -1,0 +1,71 @@
+"""`raptor_cp.forked`: side-by-side evaluation gives what one-at-a-time evaluation gives."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from raptor_cp.forked import can_fork, forked_map, usable_cpus
+
+needs_fork = pytest.mark.skipif(not can_fork(), reason="forked evaluation runs on Linux only")
+
+
+def _square_and_pid(x: int) -> tuple[int, int]:
+    return x * x, os.getpid()
+
+
+@needs_fork
+@pytest.mark.parametrize("jobs", [2, 3, 5])
+def test_results_come_back_in_item_order(jobs: int) -> None:
+    found = forked_map(_square_and_pid, list(range(7)), jobs)
+    assert [value for value, _ in found] == [x * x for x in range(7)]
+    # The first item of each chunk ran here, the others in children.
+    here = {i for i, (_, pid) in enumerate(found) if pid == os.getpid()}
+    assert here == set(range(0, 7, jobs))
+
+
+def test_one_job_runs_everything_in_this_process() -> None:
+    found = forked_map(_square_and_pid, [1, 2, 3], 1)
+    assert found == [(1, os.getpid()), (4, os.getpid()), (9, os.getpid())]
+
+
+def _fail_on_odd(x: int) -> int:
+    if x % 2:
+        raise ValueError(f"odd {x}")
+    return x
+
+
+@needs_fork
+def test_the_first_failing_item_in_order_raises() -> None:
+    with pytest.raises(ValueError, match="odd 1"):
+        forked_map(_fail_on_odd, [0, 1, 2, 3], 4)
+    with pytest.raises(ValueError, match="odd 3"):
+        forked_map(_fail_on_odd, [2, 3], 2)
+
+
+def _die_in_child(x: int) -> int:
+    if x == 1:
+        os._exit(7)
+    return x
+
+
+@needs_fork
+def test_a_child_that_dies_is_an_error_not_a_missing_result() -> None:
+    with pytest.raises(RuntimeError, match="ended without a result"):
+        forked_map(_die_in_child, [0, 1], 2)
+
+
+def _unpicklable(x: int) -> object:
+    return threading.Lock()
+
+
+@needs_fork
+def test_an_unpicklable_result_comes_back_as_an_error() -> None:
+    with pytest.raises(RuntimeError, match=r"result .*cannot be returned"):
+        forked_map(_unpicklable, [0, 1], 2)
+
+
+def test_usable_cpus_is_positive() -> None:
+    assert usable_cpus() >= 1
