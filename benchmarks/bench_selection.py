@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_selection.py run [--cases CASE ...] [--timeout-s 7200]
+    python benchmarks/bench_selection.py run [--cases CASE ...] [--jobs N]
     python benchmarks/bench_selection.py table
 
 ``run`` works through the cases (``model:target:depth``; default `CASES`, the
@@ -16,8 +16,10 @@ records the program's single pass through the queue engine (the figure
 pimsim-nn's latency mode matched within 0.2 %, docs/validation.md: back-to-back
 latency in the same model as the intervals) and computes the interval lower
 bound (`raptor_cp.bounds.interval_lower_bound`);
-per depth it runs the default pipeline solver (``beam``) and records the
-initialized schedule's and the selected schedule's queue estimates, the
+per depth it runs the default pipeline solver (``beam``, with ``--jobs`` CPUs
+evaluating each round's candidates) and records the initialized schedule's,
+the latency schedule's as one stage (the selection's second root) and the
+selected schedule's queue estimates, the
 selected analytic proxy, stages and core budgets, queue evaluations and
 constructive packings used, the termination, and the solver's wall time
 (``time.perf_counter``; the machine is shared, so the 1-minute load average
@@ -82,7 +84,8 @@ CASES = (
 """Cases in the order they run: the issue's targets first."""
 FIELDS = [
     "model", "target", "depth", "tasks", "cores", "status", "latency_makespan_ns",
-    "latency_pass_ns", "latency_wall_s", "lower_bound_ns", "initial_queue_ns", "selected_queue_ns",
+    "latency_pass_ns", "latency_wall_s", "lower_bound_ns", "initial_queue_ns", "latency_root_ns",
+    "selected_queue_ns",
     "selected_analytic_ns", "selected", "stages", "core_budgets", "initial_stages",
     "initial_budgets", "queue_evaluations_used", "constructive_packings_used",
     "termination", "rule", "solve_wall_s", "load_1min",
@@ -127,7 +130,7 @@ def _latency(prepared: object, began: float) -> tuple[int | str, int | str, floa
         return plain.makespan_ns, f"error: {emission}", time.perf_counter() - began
 
 
-def run(cases: list[str]) -> None:
+def run(cases: list[str], jobs: int) -> None:
     from raptor_cp.bounds import interval_lower_bound
     from raptor_cp.errors import RaptorError
     from raptor_cp.flows import prepare
@@ -158,13 +161,15 @@ def run(cases: list[str]) -> None:
             row["lower_bound_ns"] = interval_lower_bound(graph, chip)["interval_ns"]
             problem = PipelineProblem(graph, chip, int(depth))
             began = time.perf_counter()
-            solution = solve(problem)
+            solution = solve(problem, jobs=jobs)
             row["solve_wall_s"] = round(time.perf_counter() - began, 1)
             check(problem, solution)
             selection = solution.selection
             assert selection is not None and solution.plan is not None
             chosen, initial = selection.selected, selection.candidates[0]
+            roots = [c for c in selection.candidates[1:] if c.parent is None]
             row.update(
+                latency_root_ns=roots[0].estimate_ns if roots else selection.latency_root,
                 status="ok",
                 initial_queue_ns=initial.estimate_ns,
                 selected_queue_ns=chosen.estimate_ns,
@@ -200,21 +205,22 @@ def table() -> None:
         f"({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
         "shared machine: the 1-minute load average at the start of each case is in the "
         "last column). Intervals in ms; *initial* is the initialized schedule's queue "
-        "estimate (candidate 0), *selected* the selected candidate's (the reported "
+        "estimate (candidate 0), *1-stage* the latency schedule's as one stage (the "
+        "second root), *selected* the selected candidate's (the reported "
         "interval); *latency* is `auto`'s makespan of one inference and *pass* its "
         "emitted program's single pass through the same queue engine (back-to-back "
         "latency schedules give one result per pass); *bound* the interval lower "
         "bound (largest task, work / cores).",
         "",
-        "| model | target | depth | tasks | latency | pass | bound | initial | selected "
-        "| sel/bound | sel/pass | stages (budgets) | evals | packings | solve s | load "
-        "| termination |",
-        "|" + "---|" * 17,
+        "| model | target | depth | tasks | latency | pass | bound | initial | 1-stage "
+        "| selected | sel/bound | sel/pass | stages (budgets) | evals | packings | solve s "
+        "| load | termination |",
+        "|" + "---|" * 18,
     ]
     for r in rows:
         if not r["status"].startswith("ok"):
             head = f"| {r['model']} | {r['target']} | {r['depth']} | {r['tasks']} | "
-            lines.append(head + f"{r['status']} |" + " |" * 12)
+            lines.append(head + f"{r['status']} |" + " |" * 13)
             continue
         sel = int(r["selected_queue_ns"] or r["selected_analytic_ns"])
         bound = int(r["lower_bound_ns"])
@@ -223,7 +229,8 @@ def table() -> None:
         lines.append(
             f"| {r['model']} | {r['target']} | {r['depth']} | {r['tasks']} | {_ms(lat)} | "
             f"{_ms(single)} | {_ms(r['lower_bound_ns'])} | {_ms(r['initial_queue_ns'])} | "
-            f"{_ms(r['selected_queue_ns'])} | {sel / bound:.2f} | {ratio} | "
+            f"{_ms(r['latency_root_ns'])} | {_ms(r['selected_queue_ns'])} | "
+            f"{sel / bound:.2f} | {ratio} | "
             f"{r['stages']} ({r['core_budgets']}) | {r['queue_evaluations_used']} | "
             f"{r['constructive_packings_used']} | {r['solve_wall_s']} | {r['load_1min']} | "
             f"{r['termination']} |"
@@ -237,10 +244,11 @@ def main(argv: list[str]) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     runner = sub.add_parser("run")
     runner.add_argument("--cases", nargs="*", default=list(CASES))
+    runner.add_argument("--jobs", type=int, default=1, help="CPUs per selection round")
     sub.add_parser("table")
     args = parser.parse_args(argv)
     if args.command == "run":
-        run(args.cases)
+        run(args.cases, args.jobs)
     else:
         table()
 

@@ -90,6 +90,8 @@ class Entry:
     part: tuple[int, int] = (0, 0)
     edge: int = -1
     peer: int = -1
+    ns: int = 0
+    """A unit's ns (`part_ns`); 0 for a rendezvous."""
 
 
 def part_ns(
@@ -126,10 +128,12 @@ def units_of(
     products = work.mvms if isinstance(work, MatrixWork) else 0
     if quantum is None or products < 2 or whole <= quantum:
         return [((0, 0), whole)]
+    assert isinstance(work, MatrixWork)
     size = max(1, quantum * products // whole)
     bounds = [*range(0, products, size), products]
+    until = [target.execution_ns(replace(work, mvms=k)) for k in bounds]  # as `part_ns`
     return [
-        ((a, b), part_ns(graph, target, task, (a, b), core)) for a, b in itertools.pairwise(bounds)
+        ((a, b), until[i + 1] - until[i]) for i, (a, b) in enumerate(itertools.pairwise(bounds))
     ]
 
 
@@ -251,7 +255,7 @@ class _Simulation:
             return
         self.next_unit[c] = i + 1
         self.busy[c] = True
-        self.entries[c].append(Entry(Action.TASK, now, task=task, part=part))
+        self.entries[c].append(Entry(Action.TASK, now, task=task, part=part, ns=ns))
         self.push(now + ns, c, task if last else -1)
 
     def may_receive(self, e: int, b: int) -> bool:

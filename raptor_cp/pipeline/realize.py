@@ -30,10 +30,11 @@ modelled:
   of dependencies, core orders and transfers (Kahn's algorithm, earliest
   stage, then time; ties: transfers first, then task id and part) ranks them;
   a core's program is its units and transfers sorted by that rank, a task's
-  loads before its first unit and its stores after its last. Both ends of a transfer share its rank, so the
-  blocked transfer of smallest rank always has its partner posted: no cycle
-  of waiting transfers. Placing each rendezvous at the producer's list-schedule
-  rank instead made cores wait on partners busy with earlier work: on ResNet-18
+  loads before its first unit and its stores after its last. Both ends of a
+  transfer share its rank, so the blocked transfer of smallest rank always has
+  its partner posted: no cycle of waiting transfers. Placing each rendezvous
+  at the producer's list-schedule rank instead made cores wait on partners
+  busy with earlier work: on ResNet-18
   (arch-a) the latency schedule realized as one stage took 18.3 ms per pass
   in the queue engine, 5.5 ms with the simulated order (docs/benchmarks.md).
 * **Cross-stage transfers** go through global memory (`boundary_demand`): one
@@ -92,7 +93,7 @@ import numpy as np
 from raptor_cp.errors import ScheduleViolationError, TimingUnavailableError
 from raptor_cp.graph import SCALAR_PROJECTION, ComputeGraph
 from raptor_cp.periodic.events import EventGraph, build_events
-from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, Action, part_ns, simulate_rendezvous
+from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, Action, simulate_rendezvous
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 from raptor_cp.pipeline.boundary import publication_bytes
 from raptor_cp.schedule import Schedule
@@ -581,9 +582,7 @@ def target_realization(
     for c, entries in enumerate(programs):
         for entry in entries:
             if entry.action is Action.TASK:
-                units[c].append(
-                    (entry.task, entry.part, part_ns(graph, target, entry.task, entry.part, c))
-                )
+                units[c].append((entry.task, entry.part, entry.ns))
                 starts[c].append(entry.start_ns)
             elif entry.action is Action.SEND:
                 transfer_time[entry.edge] = entry.start_ns
