@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_stage_placement.py [--model resnet18] [--target arch-a]
+    python benchmarks/bench_stage_placement.py [--model resnet18|FILE] [--target arch-a]
         [--stages 1 2 3 4 8]
 
 Why: pipeline selection compares candidates by their queue estimate, but each
@@ -99,7 +99,9 @@ def plan_row(
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="resnet18")
+    parser.add_argument(
+        "--model", default="resnet18", help="a shipped ONNX model's name or a model file"
+    )
     parser.add_argument("--target", default="arch-a")
     parser.add_argument("--stages", type=int, nargs="*", default=[1, 2, 3, 4, 8])
     parser.add_argument(
@@ -111,7 +113,8 @@ def main(argv: list[str]) -> None:
     )
     args = parser.parse_args(argv)
     began = time.perf_counter()
-    prepared = prepare(MODELS / f"{args.model}.onnx", args.target)
+    path = Path(args.model)
+    prepared = prepare(path if path.is_file() else MODELS / f"{args.model}.onnx", args.target)
     graph = prepared.graph
     costs = initial_pipeline(graph, prepared.target, 2).costs
     latency = compile_latency(prepared)

@@ -14,7 +14,7 @@ from raptor_cp.cli import main
 from raptor_cp.errors import ScheduleViolationError, TimingUnavailableError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.periodic.analysis import analyse_periodic
-from raptor_cp.periodic.rendezvous_order import Action, simulate_rendezvous
+from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, Action, part_ns, simulate_rendezvous
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Store, Wait
 from raptor_cp.pipeline.initial import initial_pipeline
 from raptor_cp.pipeline.realize import pipeline_events, realize_pipeline, same_stage_transfers
@@ -25,6 +25,7 @@ from raptor_cp.workload.load import load_workload
 from raptor_cp.workload.lowering import default_lanes, lower
 
 LENET = Path(__file__).parent / "data" / "models" / "lenet5.onnx"
+MNIST8 = Path(__file__).parent / "data" / "pimcomp" / "mnist8.json"
 THREE_CORES = PimTarget.from_file(
     Path(__file__).parent / "data" / "configs" / "three_cores" / "config.json"
 )
@@ -228,29 +229,44 @@ def test_periodic_diagnostics_need_pipeline_mode(tmp_path: Path) -> None:
     ]
 
 
-def test_rendezvous_follow_the_simulated_order_on_every_core() -> None:
+@pytest.mark.parametrize("model", [LENET, MNIST8])
+def test_rendezvous_and_units_follow_the_simulated_order_on_every_core(model: Path) -> None:
     target = resolve_target("arch-a")
-    workload = load_workload(LENET)
+    workload = load_workload(model)
     graph = lower(workload, target, lanes=default_lanes(workload, target))
     plan = initial_pipeline(graph, target, 2).plan
     stage = plan.task_stage(graph.num_tasks)
     direct = same_stage_transfers(graph, plan.schedule, stage)
     assert direct, "the test needs same-stage transfers"
     simulated = simulate_rendezvous(
-        graph, target, target.step_timing(), plan.schedule, plan.schedule.start_ns, direct, None
-    )
+        graph, target, target.step_timing(), plan.schedule, plan.schedule.start_ns, direct,
+        QUANTUM_NS,
+    )  # fmt: skip
     _, realization = pipeline_events(graph, target, plan.schedule, stage)
     edge_of = {
         (u, v): e for e, (u, v) in enumerate(zip(graph.edge_src, graph.edge_dst, strict=True))
     }
-    for core, (steps, owners) in enumerate(zip(realization.cores, realization.tasks, strict=True)):
-        realized = [
-            edge_of[who]
-            for step, who in zip(steps, owners, strict=True)
-            if isinstance(step, (Send, Recv))
+    cut = 0
+    for core, (steps, owners, parts) in enumerate(
+        zip(realization.cores, realization.tasks, realization.parts, strict=True)
+    ):
+        realized: list[tuple[object, ...]] = []
+        for step, who, part in zip(steps, owners, parts, strict=True):
+            if isinstance(step, (Send, Recv)):
+                realized.append(("transfer", edge_of[who]))
+            elif isinstance(step, Compute):
+                realized.extend(("unit", t, p) for t, p in zip(who, part, strict=True))
+                assert step.ns == sum(
+                    part_ns(graph, target, t, p, core) for t, p in zip(who, part, strict=True)
+                )
+        expected = [
+            ("unit", e.task, e.part) if e.action is Action.TASK else ("transfer", e.edge)
+            for e in simulated[core]
         ]
-        expected = [e.edge for e in simulated[core] if e.action is not Action.TASK]
         assert realized == expected, f"core {core}"
+        cut += sum(1 for x in realized if x[0] == "unit" and x[2] != (0, 0))
+    if model == MNIST8:
+        assert cut, "mnist8's long matrix tasks are cut into units"
 
 
 def test_without_step_timing_a_transfer_sits_at_its_producers_finish() -> None:

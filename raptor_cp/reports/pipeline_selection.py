@@ -26,9 +26,12 @@ and phase times"):
   used of 128); ``recurrence_contributions`` of the selected schedule per
   stage; ``task_stage_runs`` (compact runs of consecutive task ids in one
   stage) and per-stage rows of the selected plan;
-* ``phase_times_s``: measured wall times (initialization phases, then
-  neighbourhood scoring, constructive packing, dependency-witness analysis and
-  queue execution): the one field that differs between two runs.
+* ``phase_times_s``: measured wall times (initialization phases, the latency
+  schedule, then neighbourhood scoring, constructive packing,
+  dependency-witness analysis and queue execution with the realization; the
+  last two are summed over the processes evaluating a round side by side,
+  `raptor_cp.forked`, so they can exceed ``total``): the one field that
+  differs between two runs.
 
 No field is a placeholder: a value that does not exist is None next to a
 ``*_why`` field saying why.
