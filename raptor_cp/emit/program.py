@@ -20,6 +20,7 @@ Nothing here writes files (`raptor_cp.emit.files` does).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
@@ -149,9 +150,10 @@ def emit_pipeline(
     lowered, check = _backend(graph, chip, items, looping=True)
     realized = build_events(item_steps(graph, chip, items), chip.step_timing(), graph.name)
     queue = queue_estimate(realized)
+    larger = queue.larger_interval_ns  # whole ns rounded up, as a candidate's estimate
     prediction = {
         "schedule_interval_ns": plan.interval_ns if interval_ns is None else interval_ns,
-        "realized_queue_interval_ns": queue.larger_interval_ns,
+        "realized_queue_interval_ns": None if larger is None else math.ceil(larger),
         "realized_queue_reason": queue.run.reason or queue.reversed_run.reason,
         "realized_single_pass_ns": single_pass(realized, dependency_finish(realized)).latency_ns,
     }
