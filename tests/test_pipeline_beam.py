@@ -135,6 +135,14 @@ def test_side_by_side_evaluation_selects_the_same_schedule(lenet_beam: tuple) ->
     assert forked.rounds == selection.rounds and forked.decision == selection.decision
 
 
+def test_a_one_evaluation_budget_leaves_no_room_for_the_latency_root(lenet_beam: tuple) -> None:
+    problem, _ = lenet_beam
+    selection = BeamPipelineSolver(queue_evaluations=1).solve(problem).selection
+    assert selection is not None
+    assert selection.queue_evaluations == (1, 1)
+    assert selection.latency_root.startswith("not a candidate: the queue evaluation budget (1)")
+
+
 def test_the_queue_budget_stops_the_search(lenet_beam: tuple) -> None:
     problem, _ = lenet_beam
     selection = BeamPipelineSolver(queue_evaluations=3).solve(problem).selection

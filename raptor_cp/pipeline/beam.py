@@ -230,6 +230,7 @@ class _Search:
         packings: int,
         jobs: int = 1,
     ) -> None:
+        self.problem = problem
         self.graph: ComputeGraph = problem.graph
         self.target: SchedulingTarget = problem.target
         self.depth = problem.depth
@@ -254,7 +255,6 @@ class _Search:
         self.placements: dict[str, int] = {}
         self.packed: dict[tuple[int, int, int], tuple[tuple[int, ...], dict[str, object]]] = {}
         self.placer = StagePlacer(self.graph, self.target)
-        self.latency_problem = problem.latency
         self.latency_root = ""
         for stage, core, evidence in zip(
             initial.plan.stages, initial.assignments, initial.packing, strict=True
@@ -493,11 +493,18 @@ class _Search:
         """Add the production latency schedule as a one-stage candidate, evaluated with the
         first round (`raptor_cp.pipeline.latency_candidate`); `latency_root` says why not
         when it cannot be (the latency scheduler finds no schedule, or the same placement
-        is already a candidate)."""
+        is already a candidate, or the queue budget cannot evaluate it beside the
+        initialized schedule)."""
+        if self.budget.queue_used + len(self.pending) + 2 > self.queue_limit:
+            self.latency_root = (
+                f"not a candidate: the queue evaluation budget ({self.queue_limit}) leaves no "
+                "room beside the initialized schedule"
+            )
+            return
         began = time.perf_counter()
         method = DEFAULT_METHOD[LatencyProblem]
         try:
-            found = solve(self.latency_problem, method)
+            found = solve(self.problem.latency, method)
             if found.schedule is None:
                 self.latency_root = f"not a candidate: {method} found no latency schedule"
                 return

@@ -19,11 +19,13 @@ The placement keeps the latency schedule's cores and per-core order; its timing 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.pipeline.groups import PipelineGroups
-from raptor_cp.pipeline.layout import PipelineCoreLayout, StagePlacement, StagePlacer, StageTiming
+from raptor_cp.pipeline.layout import PipelineCoreLayout, StagePlacement, StagePlacer
 from raptor_cp.pipeline.plan import PipelinePlan, plan_of_placements
 from raptor_cp.problems import Stage
 from raptor_cp.schedule import Schedule
@@ -50,14 +52,7 @@ def latency_stage_plan(
     start = schedule.start_ns.tolist()
     position = {t: i for order in schedule.core_order for i, t in enumerate(order)}
     sequence = tuple(sorted(tasks, key=lambda t: (start[t], position[t])))
-    kept = StageTiming(
-        timing.core_demand,
-        timing.core_compute,
-        {t: start[t] for t in tasks},
-        sequence,
-        timing.span_ns,
-        timing.window_ns,
-    )
+    kept = replace(timing, start_ns={t: start[t] for t in tasks}, sequence=sequence)
     placement = StagePlacement(
         tasks=tuple(tasks),
         cores=tuple(core[t] for t in tasks),
