@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 
+from raptor_cp.errors import NotFoundWithinBudgetError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.range_packing import UNAVAILABLE
 from raptor_cp.pipeline.groups import pipeline_groups
@@ -62,10 +64,9 @@ class _Slots(GenericTarget):
         return self.slots
 
 
-def test_reuse_first_packing_rescues_what_order_cannot_fit() -> None:
-    # Four one-task operations alternating weights A, B, A, B of 3 slots on two 3-slot
-    # cores: every ordered cut needs four runs, reuse puts A and B on a core each.
-    graph = ComputeGraph(
+def _alternating() -> ComputeGraph:
+    """Four one-task operations alternating weights A, B, A, B of 3 slots each."""
+    return ComputeGraph(
         names=("a0", "b0", "a1", "b1"),
         cost=np.array([4, 4, 4, 4], dtype=np.int64),
         edge_src=np.array([0, 1, 2], dtype=np.int64),
@@ -75,6 +76,12 @@ def test_reuse_first_packing_rescues_what_order_cannot_fit() -> None:
         weight_size=np.array([3, 3], dtype=np.int64),
         name="alternating",
     )
+
+
+def test_reuse_first_packing_rescues_what_order_cannot_fit() -> None:
+    # Four one-task operations alternating weights A, B, A, B of 3 slots on two 3-slot
+    # cores: every ordered cut needs four runs, reuse puts A and B on a core each.
+    graph = _alternating()
     result = initial_pipeline(graph, _Slots(2), 4)
     assert result.partition.solver == "single-stage-fallback"
     assert result.partition.details["fallback"] == "prefix DP: not_found"
@@ -87,17 +94,28 @@ def test_reuse_first_packing_rescues_what_order_cannot_fit() -> None:
     check_pipeline_schedule(problem, result.plan.groups, result.plan.schedule)
 
 
+def test_a_budget_below_the_capacity_bound_is_refused_without_packing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A, B alternating on 3-slot cores need two cores whatever the order: asking for
+    # one core must not run the (seconds-long on large stages) reuse-first packer.
+    graph = _alternating()
+    costs = StageCosts(graph, _Slots(4), pipeline_groups(graph))
+    packed: list[tuple[int, int, int]] = []
+    real = costs._reuse_packing
+    monkeypatch.setattr(costs, "_reuse_packing", lambda *a: packed.append(a) or real(*a))
+    assert costs.capacity_bound(0, 4) == 2
+    assert costs.allocation_cost(0, 4, 1) is None
+    assert costs.curve(0, 4, 1).tolist() == [UNAVAILABLE]
+    with pytest.raises(NotFoundWithinBudgetError, match=r"no packing on 1 cores fits capacity 3"):
+        costs.assignment(0, 4, 1)
+    assert packed == [(0, 4, 1)]  # only `assignment`'s own attempt on its budget
+    assert costs.allocation_cost(0, 4, 2) is not None
+    assert packed == [(0, 4, 1), (0, 4, 2)]
+
+
 def test_allocation_curves_use_reuse_first_where_order_cannot_hold_the_weights() -> None:
-    graph = ComputeGraph(
-        names=("a0", "b0", "a1", "b1"),
-        cost=np.array([4, 4, 4, 4], dtype=np.int64),
-        edge_src=np.array([0, 1, 2], dtype=np.int64),
-        edge_dst=np.array([1, 2, 3], dtype=np.int64),
-        edge_bytes=np.array([1, 1, 1], dtype=np.int64),
-        task_weights=((0,), (1,), (0,), (1,)),
-        weight_size=np.array([3, 3], dtype=np.int64),
-        name="alternating",
-    )
+    graph = _alternating()
     costs = StageCosts(graph, _Slots(4), pipeline_groups(graph))
     assert [costs(0, 4, k) for k in (1, 2, 3, 4)][:3] == [None, None, None]
     bound, (_core, evidence) = costs.reuse_first(0, 4)  # type: ignore[misc]

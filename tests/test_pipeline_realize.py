@@ -14,7 +14,13 @@ from raptor_cp.cli import main
 from raptor_cp.errors import ScheduleViolationError, TimingUnavailableError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.periodic.analysis import analyse_periodic
-from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, Action, part_ns, simulate_rendezvous
+from raptor_cp.periodic.rendezvous_order import (
+    QUANTUM_NS,
+    Action,
+    UnitCuts,
+    part_ns,
+    simulate_rendezvous,
+)
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Store, Wait
 from raptor_cp.pipeline.initial import initial_pipeline
 from raptor_cp.pipeline.realize import pipeline_events, realize_pipeline, same_stage_transfers
@@ -239,8 +245,8 @@ def test_rendezvous_and_units_follow_the_simulated_order_on_every_core(model: Pa
     direct = same_stage_transfers(graph, plan.schedule, stage)
     assert direct, "the test needs same-stage transfers"
     simulated = simulate_rendezvous(
-        graph, target, target.step_timing(), plan.schedule, plan.schedule.start_ns, direct,
-        QUANTUM_NS,
+        graph, target.step_timing(), plan.schedule, plan.schedule.start_ns, direct,
+        UnitCuts(graph, target, QUANTUM_NS),
     )  # fmt: skip
     _, realization = pipeline_events(graph, target, plan.schedule, stage)
     edge_of = {

@@ -13,7 +13,12 @@ import numpy as np
 
 from raptor_cp.emit.order import CoreItems, Item, ItemKind
 from raptor_cp.graph import ComputeGraph
-from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, Action, simulate_rendezvous
+from raptor_cp.periodic.rendezvous_order import (
+    QUANTUM_NS,
+    Action,
+    UnitCuts,
+    simulate_rendezvous,
+)
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.pim.target import PimTarget
 
@@ -29,9 +34,8 @@ def latency_items(
     """
     core = schedule.core
     crossing = np.flatnonzero(core[graph.edge_src] != core[graph.edge_dst]).tolist()
-    entries = simulate_rendezvous(
-        graph, target, target.step_timing(), schedule, start_ns, crossing, QUANTUM_NS
-    )
+    cuts = UnitCuts(graph, target, QUANTUM_NS)
+    entries = simulate_rendezvous(graph, target.step_timing(), schedule, start_ns, crossing, cuts)
     nbytes = graph.edge_bytes.tolist()
     kinds = {Action.SEND: ItemKind.SEND, Action.RECV: ItemKind.RECV}
     return [

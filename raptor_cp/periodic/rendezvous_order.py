@@ -116,57 +116,88 @@ def part_ns(
     return until(stop) - until(first)
 
 
-def units_of(
-    graph: ComputeGraph, target: SchedulingTarget, task: int, core: int, quantum: int | None
-) -> list[tuple[tuple[int, int], int]]:
-    """The units of ``task`` on ``core``: (products ``[first, stop)`` or ``(0, 0)``, ns).
+class UnitCuts:
+    """Every task's units on a core, for one graph and target, memoised.
 
-    ``quantum`` None keeps every task whole.
+    A unit is ``(products [first, stop) or (0, 0), ns)``: a matrix task longer
+    than ``quantum`` ns is cut into runs of consecutive products, each at most
+    about ``quantum`` ns, priced as `part_ns` prices them; any other task is
+    one whole unit. Cutting prices the target's execution time at every cut,
+    so the pipeline selection keeps one `UnitCuts` for all its candidates
+    (`warm` before forking evaluations fills it for every task once) instead of
+    pricing ``U`` cuts per candidate. Tasks are keyed by core only when the
+    graph prices cores differently. ``O(U)`` storage for ``U`` units.
     """
-    whole = part_ns(graph, target, task, (0, 0), core)
-    work = graph.work[task] if graph.work else None
-    products = work.mvms if isinstance(work, MatrixWork) else 0
-    if quantum is None or products < 2 or whole <= quantum:
-        return [((0, 0), whole)]
-    assert isinstance(work, MatrixWork)
-    size = max(1, quantum * products // whole)
-    bounds = [*range(0, products, size), products]
-    until = [target.execution_ns(replace(work, mvms=k)) for k in bounds]  # as `part_ns`
-    return [
-        ((a, b), until[i + 1] - until[i]) for i, (a, b) in enumerate(itertools.pairwise(bounds))
-    ]
+
+    def __init__(self, graph: ComputeGraph, target: SchedulingTarget, quantum: int) -> None:
+        self.graph = graph
+        self.target = target
+        self.quantum = quantum
+        timing = target.step_timing()
+        self._untimed = frozenset() if timing is None else timing.untimed_operations
+        self._by_core = graph.core_cost is not None
+        self._memo: dict[int | tuple[int, int], list[tuple[tuple[int, int], int]]] = {}
+
+    def warm(self) -> None:
+        """Cut every task now (graphs that price all cores alike; otherwise cuts stay lazy)."""
+        if not self._by_core and len(self._memo) < self.graph.num_tasks:
+            for task in range(self.graph.num_tasks):
+                self(task, 0)
+
+    def __call__(self, task: int, core: int) -> list[tuple[tuple[int, int], int]]:
+        """The units of ``task`` on ``core`` in product order."""
+        key: int | tuple[int, int] = (task, core) if self._by_core else task
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = self._cut(task, core)
+        return found
+
+    def _cut(self, task: int, core: int) -> list[tuple[tuple[int, int], int]]:
+        graph = self.graph
+        if graph.operation_type(task) in self._untimed:
+            return [((0, 0), 0)]
+        whole = graph.cost_on(task, core)
+        work = graph.work[task] if graph.work else None
+        products = work.mvms if isinstance(work, MatrixWork) else 0
+        if products < 2 or whole <= self.quantum:
+            return [((0, 0), whole)]
+        assert isinstance(work, MatrixWork)
+        size = max(1, self.quantum * products // whole)
+        bounds = [*range(0, products, size), products]
+        until = [self.target.execution_ns(replace(work, mvms=k)) for k in bounds]  # `part_ns`
+        return [
+            ((a, b), until[i + 1] - until[i]) for i, (a, b) in enumerate(itertools.pairwise(bounds))
+        ]
 
 
 def simulate_rendezvous(
     graph: ComputeGraph,
-    target: SchedulingTarget,
     timing: StepTiming,
     schedule: Schedule,
     start_ns: np.ndarray,
     transfers: Sequence[int],
-    quantum: int | None,
+    cuts: UnitCuts,
 ) -> list[list[Entry]]:
     """Every core's simulated program (module docstring), entries in start order.
 
     ``transfers`` are the edges that are rendezvous (each joins two cores);
     every other edge is ignored. ``start_ns`` ranks the transfers a core could
-    take (their consumers' estimated starts). Raises `ScheduleViolationError`
-    when the core orders contradict the dependencies (the simulation cannot
-    finish).
+    take (their consumers' estimated starts); ``cuts`` gives each task's units.
+    Raises `ScheduleViolationError` when the core orders contradict the
+    dependencies (the simulation cannot finish).
     """
-    return _Simulation(graph, target, timing, schedule, start_ns, transfers, quantum).run()
+    return _Simulation(graph, timing, schedule, start_ns, transfers, cuts).run()
 
 
 class _Simulation:
     def __init__(
         self,
         graph: ComputeGraph,
-        target: SchedulingTarget,
         timing: StepTiming,
         schedule: Schedule,
         start_ns: np.ndarray,
         transfers: Sequence[int],
-        quantum: int | None,
+        cuts: UnitCuts,
     ) -> None:
         self.graph = graph
         self.budget = MEMORY_SHARE * timing.local_memory_bytes
@@ -181,7 +212,7 @@ class _Simulation:
         self.units: list[list[tuple[int, tuple[int, int], int, bool]]] = [[] for _ in range(cores)]
         for c, order in enumerate(schedule.core_order):
             for t in order:
-                parts = units_of(graph, target, t, c, quantum)
+                parts = cuts(t, c)
                 for k, (part, ns) in enumerate(parts):
                     self.units[c].append((t, part, ns, k == len(parts) - 1))
         self.missing = [0] * graph.num_tasks

@@ -70,6 +70,7 @@ from raptor_cp.forked import forked_map
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.core_budgets import minimax_budgets
 from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
+from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, UnitCuts
 from raptor_cp.pipeline.initial import InitialPipeline, add_spare_cores, initial_pipeline
 from raptor_cp.pipeline.latency_candidate import latency_stage_plan
 from raptor_cp.pipeline.layout import StagePlacer
@@ -164,9 +165,15 @@ def realized_cost(
 
 
 def target_cost(
-    graph: ComputeGraph, target: SchedulingTarget, plan: PipelinePlan, name: str, recurrence: bool
+    graph: ComputeGraph,
+    target: SchedulingTarget,
+    plan: PipelinePlan,
+    name: str,
+    recurrence: bool,
+    cuts: UnitCuts | None = None,
 ) -> RealizedScheduleCost:
-    """Realize ``plan`` for ``target`` (`target_realization`) and ask the target for its cost.
+    """Realize ``plan`` for ``target`` (`target_realization`, tasks cut by ``cuts``) and ask
+    the target for its cost.
 
     The baseline requests' controller service (``plan.baseline``) joins the memory
     term. A realization the target cannot time (sub-byte payloads, too few event
@@ -175,7 +182,7 @@ def target_cost(
     began = time.perf_counter()
     try:
         realization = target_realization(
-            graph, target, plan.schedule, plan.task_stage(graph.num_tasks)
+            graph, target, plan.schedule, plan.task_stage(graph.num_tasks), cuts
         )
     except TimingUnavailableError as error:
         return RealizedScheduleCost.unavailable(f"{name}: {error}", UNSUPPORTED)
@@ -255,6 +262,8 @@ class _Search:
         self.placements: dict[str, int] = {}
         self.packed: dict[tuple[int, int, int], tuple[tuple[int, ...], dict[str, object]]] = {}
         self.placer = StagePlacer(self.graph, self.target)
+        self.cuts = UnitCuts(self.graph, self.target, QUANTUM_NS)
+        """Every candidate's task units (cut once, in this process, before evaluations fork)."""
         self.latency_root = ""
         for stage, core, evidence in zip(
             initial.plan.stages, initial.assignments, initial.packing, strict=True
@@ -372,7 +381,9 @@ class _Search:
         when a round's evaluations run side by side, `raptor_cp.forked`)."""
         candidate = self.candidates[index]
         name = f"{self.graph.name} candidate {candidate.index}"
-        return target_cost(self.graph, self.target, candidate.plan, name, recurrence=True)
+        return target_cost(
+            self.graph, self.target, candidate.plan, name, recurrence=True, cuts=self.cuts
+        )
 
     def evaluate_pending(self) -> None:
         """Evaluate the candidates `request` queued, on up to ``jobs`` CPUs, and record
@@ -380,6 +391,7 @@ class _Search:
         pending, self.pending = self.pending, []
         if not pending:
             return
+        self.cuts.warm()
         first = self.budget.queue_used + 1
         numbers = f"{first}" if len(pending) == 1 else f"{first}-{first + len(pending) - 1}"
         tick(

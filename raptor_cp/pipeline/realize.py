@@ -93,7 +93,12 @@ import numpy as np
 from raptor_cp.errors import ScheduleViolationError, TimingUnavailableError
 from raptor_cp.graph import SCALAR_PROJECTION, ComputeGraph
 from raptor_cp.periodic.events import EventGraph, build_events
-from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, Action, simulate_rendezvous
+from raptor_cp.periodic.rendezvous_order import (
+    QUANTUM_NS,
+    Action,
+    UnitCuts,
+    simulate_rendezvous,
+)
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 from raptor_cp.pipeline.boundary import publication_bytes
 from raptor_cp.schedule import Schedule
@@ -553,7 +558,11 @@ def _merge_compute(
 
 
 def target_realization(
-    graph: ComputeGraph, target: SchedulingTarget, schedule: Schedule, task_stage: np.ndarray
+    graph: ComputeGraph,
+    target: SchedulingTarget,
+    schedule: Schedule,
+    task_stage: np.ndarray,
+    cuts: UnitCuts | None = None,
 ) -> PipelineRealization:
     """The per-core programs of a pipeline schedule for ``target``.
 
@@ -564,7 +573,8 @@ def target_realization(
     programs are realized without those limits (the target cannot time them).
     Pipeline selection realizes its candidates with this, and `pipeline_events`
     builds the periodic diagnostic's event graph from it, so both see the same
-    programs.
+    programs. ``cuts`` are the tasks' units (`UnitCuts` with `QUANTUM_NS`; None:
+    cut afresh), shared by a caller that realizes many schedules of one graph.
     """
     timing = target.step_timing()
     if timing is None:
@@ -573,9 +583,9 @@ def target_realization(
     if timing.byte_addressed:
         _check_byte_payloads(graph, schedule.core, task_stage)
     direct = same_stage_transfers(graph, schedule, task_stage)
-    programs = simulate_rendezvous(
-        graph, target, timing, schedule, schedule.start_ns, direct, QUANTUM_NS
-    )
+    if cuts is None:
+        cuts = UnitCuts(graph, target, QUANTUM_NS)
+    programs = simulate_rendezvous(graph, timing, schedule, schedule.start_ns, direct, cuts)
     units: list[list[Unit]] = [[] for _ in programs]
     starts: list[list[int]] = [[] for _ in programs]
     transfer_time: dict[int, int] = {}

@@ -122,6 +122,8 @@ class StageCosts:
         self._curves: set[tuple[int, int]] = set()
         """Ranges whose whole curve ``1..P`` is priced."""
         self._spans: dict[tuple[int, int], int] = {}
+        self._bounds: dict[tuple[int, int], int] = {}
+        """`capacity_bound` per range."""
         self._reuse: dict[
             tuple[int, int], tuple[int, tuple[tuple[int, ...], dict[str, object]]] | None
         ] = {}
@@ -228,9 +230,9 @@ class StageCosts:
             self.prefetch([(first, stop)])
         span = self.span(first, stop)
         values = [self._costs[first, stop, k] for k in range(1, max_cores + 1)]
-        if values[-1] is None:
+        if values[-1] is None and self.capacity_bound(first, stop) <= max_cores:
             found = self.reuse_first(first, stop)
-            if found is not None and found[0] <= max_cores:
+            if found is not None:
                 bound, assignment = found
                 demand = int(assignment[1]["demand_ns"])  # type: ignore[call-overload]
                 values = [
@@ -248,8 +250,10 @@ class StageCosts:
         value = self(first, stop, cores)
         if value is not None:
             return value
+        if self.capacity_bound(first, stop) > cores:
+            return None
         found = self.reuse_first(first, stop)
-        if found is None or found[0] > cores:
+        if found is None:
             return None
         return max(int(found[1][1]["demand_ns"]), self.span(first, stop))  # type: ignore[call-overload]
 
@@ -266,12 +270,27 @@ class StageCosts:
         """
         key = (first, stop)
         if key not in self._reuse:
-            from raptor_cp.heuristics.stage_packing import cores_needed
-
-            bound = cores_needed(self.packing_problem(first, stop, self.cores))
+            bound = self.capacity_bound(first, stop)
             packed = self._reuse_packing(first, stop, bound) if bound <= self.cores else None
             self._reuse[key] = None if packed is None else (bound, packed)
         return self._reuse[key]
+
+    def capacity_bound(self, first: int, stop: int) -> int:
+        """The fewest cores the stage's weights need, whatever the order
+        (`raptor_cp.heuristics.stage_packing.cores_needed`), memoised per range.
+
+        Callers compare it with their budget before asking for `reuse_first`: a
+        stage that cannot hold its weights on the budget needs no packing to be
+        refused (the packing costs seconds on a large stage, the bound
+        milliseconds).
+        """
+        found = self._bounds.get((first, stop))
+        if found is None:
+            from raptor_cp.heuristics.stage_packing import cores_needed
+
+            problem = self.packing_problem(first, stop, self.cores)
+            found = self._bounds[first, stop] = cores_needed(problem)
+        return found
 
     def _reuse_packing(
         self, first: int, stop: int, cores: int
@@ -365,8 +384,9 @@ class StageCosts:
         if cost is None:
             packed = self._reuse_packing(first, stop, cores)
             if packed is None:
-                fallback = self.reuse_first(first, stop)
-                if fallback is None or fallback[0] > cores:
+                fits = self.capacity_bound(first, stop) <= cores
+                fallback = self.reuse_first(first, stop) if fits else None
+                if fallback is None:
                     raise NotFoundWithinBudgetError(
                         f"{self.graph.name}: stage of groups [{first}, {stop}): no packing on "
                         f"{cores} cores fits capacity {self.capacity}"
