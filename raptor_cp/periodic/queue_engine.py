@@ -38,7 +38,6 @@ generations, storage ``O(V + E + B)`` for ``B`` pending tokens.
 
 from __future__ import annotations
 
-import gc
 import heapq
 from collections import deque
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from raptor_cp.collector import collector_paused
 from raptor_cp.periodic.events import NO_RESOURCE, EventGraph, EventKind
 from raptor_cp.periodic.graph import PeriodicGraph
 
@@ -336,13 +336,8 @@ class _Simulation:
         left on, the collector would re-scan the whole process heap (the
         caller's graphs and plans) several times per run for nothing.
         """
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             return self._loop(order)
-        finally:
-            if enabled:
-                gc.enable()
 
     def _loop(self, order: str) -> QueueRun:
         """The event loop: scheduling, arrivals, starts, releases and completions, inlined.

@@ -60,6 +60,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from raptor_cp.collector import collector_paused
 from raptor_cp.errors import (
     NotFoundWithinBudgetError,
     RaptorError,
@@ -180,16 +181,17 @@ def target_cost(
     registers) is an unsupported static form, not an exception.
     """
     began = time.perf_counter()
-    try:
-        realization = target_realization(
-            graph, target, plan.schedule, plan.task_stage(graph.num_tasks), cuts
+    with collector_paused():
+        try:
+            realization = target_realization(
+                graph, target, plan.schedule, plan.task_stage(graph.num_tasks), cuts
+            )
+        except TimingUnavailableError as error:
+            return RealizedScheduleCost.unavailable(f"{name}: {error}", UNSUPPORTED)
+        realized_s = time.perf_counter() - began
+        cost = target.estimate_realized_schedule_cost(
+            realization.cores, name, recurrence, plan.baseline.service_ns
         )
-    except TimingUnavailableError as error:
-        return RealizedScheduleCost.unavailable(f"{name}: {error}", UNSUPPORTED)
-    realized_s = time.perf_counter() - began
-    cost = target.estimate_realized_schedule_cost(
-        realization.cores, name, recurrence, plan.baseline.service_ns
-    )
     return replace(cost, wall_s=(("realization", realized_s), *cost.wall_s))
 
 
