@@ -50,18 +50,8 @@ def test_small_model_round_trips(model: Path, mode: list[str], tmp_path: Path) -
     assert trip["holds"] is True, trip
 
 
-PREDICTION_OFF = pytest.mark.xfail(
-    strict=True,
-    reason="known: the compile's prediction of this pipeline program is 2.4 % above the "
-    "program read back, and pimsim-nn sides with the read-back (docs/emission.md)",
-)
 SHIPPED = [
-    pytest.param(
-        model,
-        mode,
-        id=f"{model.parent.name}-{model.stem}-{name}",
-        marks=PREDICTION_OFF if (model, name) == (LARGE[-1], "pipeline") else (),
-    )
+    pytest.param(model, mode, id=f"{model.parent.name}-{model.stem}-{name}")
     for model in LARGE
     for mode, name in zip(MODES, ["latency", "pipeline"], strict=True)
 ]

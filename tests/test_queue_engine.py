@@ -139,6 +139,19 @@ def test_reversed_tie_order_changes_the_interval() -> None:
     assert estimate.larger_interval_ns == 120.0
 
 
+def test_last_payload_of_a_generation_precedes_the_next_generations_first_request() -> None:
+    # Core 0 loads 1 byte, then sends 4 bytes to core 1, which computes 50 ns after each
+    # receive. The payload of generation k and the load request of k + 1 reach core 0's
+    # switch in the same ns; program order puts the payload first (by event index alone
+    # the request, numbered before it, took the switch and held it for the controller's
+    # 2 + 10 ns). Core 1's cycle: 50 compute + 2 permission + 4 read + 4 payload + 4 write.
+    steps = [[Load(1), Send(1, 4)], [Recv(0, 4), Compute(50)]]
+    estimate = queue_estimate(build_events(steps, FakeTiming()))
+    assert (estimate.interval_ns, estimate.alternative_tie_interval_ns) == (64.0, 64.0)
+    # The request waits 4 ns for the payload each generation, never the reverse.
+    assert estimate.run.core_wait_ns == {0: 4.0, 1: 0.0}
+
+
 def switch_then_memory(held: bool) -> EventGraph:
     """Core 0 issues two switch requests at once (2 ns each); the first goes on to the
     controller (10 ns) and, when ``held``, keeps the switch until the controller is done."""
