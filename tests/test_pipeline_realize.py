@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -233,6 +234,16 @@ def test_periodic_diagnostics_need_pipeline_mode(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [
         "error: --periodic-diagnostics needs pipeline mode (--pipeline N > 1)"
     ]
+
+
+def test_unit_cuts_are_memoised_per_core_only_when_cores_price_tasks_differently() -> None:
+    graph, _, _ = _tiny()
+    per_core = replace(graph, core_cost=np.array([[10, 11, 12]] * 4, dtype=np.int64))
+    cuts = UnitCuts(per_core, THREE_CORES, QUANTUM_NS)
+    assert [cuts(0, c) for c in range(3)] == [[((0, 0), 10)], [((0, 0), 11)], [((0, 0), 12)]]
+    alike = UnitCuts(graph, THREE_CORES, QUANTUM_NS)
+    alike.warm()
+    assert [alike(t, 2) for t in range(4)] == [[((0, 0), ns)] for ns in (10, 20, 30, 5)]
 
 
 @pytest.mark.parametrize("model", [LENET, MNIST8])
