@@ -19,7 +19,6 @@ from raptor_cp.periodic.rendezvous_order import (
     QUANTUM_NS,
     Action,
     UnitCuts,
-    part_ns,
     simulate_rendezvous,
 )
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Store, Wait
@@ -255,10 +254,10 @@ def test_rendezvous_and_units_follow_the_simulated_order_on_every_core(model: Pa
     stage = plan.task_stage(graph.num_tasks)
     direct = same_stage_transfers(graph, plan.schedule, stage)
     assert direct, "the test needs same-stage transfers"
+    cuts = UnitCuts(graph, target, QUANTUM_NS)
     simulated = simulate_rendezvous(
-        graph, target.step_timing(), plan.schedule, plan.schedule.start_ns, direct,
-        UnitCuts(graph, target, QUANTUM_NS),
-    )  # fmt: skip
+        graph, target.step_timing(), plan.schedule, plan.schedule.start_ns, direct, cuts
+    )
     _, realization = pipeline_events(graph, target, plan.schedule, stage)
     edge_of = {
         (u, v): e for e, (u, v) in enumerate(zip(graph.edge_src, graph.edge_dst, strict=True))
@@ -273,9 +272,7 @@ def test_rendezvous_and_units_follow_the_simulated_order_on_every_core(model: Pa
                 realized.append(("transfer", edge_of[who]))
             elif isinstance(step, Compute):
                 realized.extend(("unit", t, p) for t, p in zip(who, part, strict=True))
-                assert step.ns == sum(
-                    part_ns(graph, target, t, p, core) for t, p in zip(who, part, strict=True)
-                )
+                assert step.ns == sum(cuts.ns(t, core, p) for t, p in zip(who, part, strict=True))
         expected = [
             ("unit", e.task, e.part) if e.action is Action.TASK else ("transfer", e.edge)
             for e in simulated[core]

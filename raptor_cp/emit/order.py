@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from raptor_cp.graph import ComputeGraph
-from raptor_cp.periodic.rendezvous_order import part_ns
+from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, UnitCuts
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 from raptor_cp.pipeline.realize import PipelineRealization
 from raptor_cp.targets.base import SchedulingTarget
@@ -148,17 +148,18 @@ def with_baseline(graph: ComputeGraph, items: CoreItems) -> CoreItems:
 def item_steps(graph: ComputeGraph, target: SchedulingTarget, items: CoreItems) -> list[list[Step]]:
     """The `Step` program of every core (consecutive tasks merged into one `Compute`).
 
-    A part of a matrix task costs the task's price of its last product less the
-    price of its first (`part_ns`), so a task's parts add up to its cost; a task
-    of an untimed operator costs nothing (`StepTiming.untimed_operations`).
+    A part of a task costs what the realization's `UnitCuts` price it at (a
+    matrix task's parts add up to its cost; a task of an untimed operator costs
+    nothing, `StepTiming.untimed_operations`).
     """
+    cuts = UnitCuts(graph, target, QUANTUM_NS)
     cores: list[list[Step]] = []
     for c, core_items in enumerate(items):
         steps: list[Step] = []
         run = 0
         for item in core_items:
             if item.kind is ItemKind.TASK:
-                run += part_ns(graph, target, item.task, item.part, c)
+                run += cuts.ns(item.task, c, item.part)
                 continue
             if run:
                 steps.append(Compute(run))

@@ -91,29 +91,7 @@ class Entry:
     edge: int = -1
     peer: int = -1
     ns: int = 0
-    """A unit's ns (`part_ns`); 0 for a rendezvous."""
-
-
-def part_ns(
-    graph: ComputeGraph, target: SchedulingTarget, task: int, part: tuple[int, int], core: int
-) -> int:
-    """ns of products ``part`` of ``task`` on ``core`` (its whole cost for ``(0, 0)``).
-
-    0 for a task of an operator the target does not time (Softmax on PIM).
-    """
-    timing = target.step_timing()
-    if timing is not None and graph.operation_type(task) in timing.untimed_operations:
-        return 0
-    first, stop = part
-    if stop == 0:
-        return graph.cost_on(task, core)
-    work = graph.work[task]
-    assert isinstance(work, MatrixWork)
-
-    def until(k: int) -> int:
-        return target.execution_ns(replace(work, mvms=k))
-
-    return until(stop) - until(first)
+    """A unit's ns (`UnitCuts`); 0 for a rendezvous."""
 
 
 class UnitCuts:
@@ -121,12 +99,15 @@ class UnitCuts:
 
     A unit is ``(products [first, stop) or (0, 0), ns)``: a matrix task longer
     than ``quantum`` ns is cut into runs of consecutive products, each at most
-    about ``quantum`` ns, priced as `part_ns` prices them; any other task is
-    one whole unit. Cutting prices the target's execution time at every cut,
-    so the pipeline selection keeps one `UnitCuts` for all its candidates
-    (`warm` before forking evaluations fills it for every task once) instead of
-    pricing ``U`` cuts per candidate. Tasks are keyed by core only when the
-    graph prices cores differently. ``O(U)`` storage for ``U`` units.
+    about ``quantum`` ns and priced as the task's execution time up to its last
+    product less that up to its first (so a task's units add up to its cost);
+    any other task is one whole unit, priced ``graph.cost_on``; a task of an
+    operator the target does not time (Softmax on PIM) costs 0. Cutting prices
+    the target's execution time at every cut, so the pipeline selection keeps
+    one `UnitCuts` for all its candidates (`warm` before forking evaluations
+    fills it for every task once) instead of pricing ``U`` cuts per candidate.
+    Tasks are keyed by core only when the graph prices cores differently.
+    ``O(U)`` storage for ``U`` units.
     """
 
     def __init__(self, graph: ComputeGraph, target: SchedulingTarget, quantum: int) -> None:
@@ -137,6 +118,7 @@ class UnitCuts:
         self._untimed = frozenset() if timing is None else timing.untimed_operations
         self._by_core = graph.core_cost is not None
         self._memo: dict[int | tuple[int, int], list[tuple[tuple[int, int], int]]] = {}
+        self._by_part: dict[int | tuple[int, int], dict[tuple[int, int], int]] = {}
 
     def warm(self) -> None:
         """Cut every task now (graphs that price all cores alike; otherwise cuts stay lazy)."""
@@ -152,6 +134,14 @@ class UnitCuts:
             found = self._memo[key] = self._cut(task, core)
         return found
 
+    def ns(self, task: int, core: int, part: tuple[int, int]) -> int:
+        """ns of the unit ``part`` of ``task`` on ``core`` (one of ``self(task, core)``'s)."""
+        key: int | tuple[int, int] = (task, core) if self._by_core else task
+        table = self._by_part.get(key)
+        if table is None:
+            table = self._by_part[key] = dict(self(task, core))
+        return table[part]
+
     def _cut(self, task: int, core: int) -> list[tuple[tuple[int, int], int]]:
         graph = self.graph
         if graph.operation_type(task) in self._untimed:
@@ -164,7 +154,7 @@ class UnitCuts:
         assert isinstance(work, MatrixWork)
         size = max(1, self.quantum * products // whole)
         bounds = [*range(0, products, size), products]
-        until = [self.target.execution_ns(replace(work, mvms=k)) for k in bounds]  # `part_ns`
+        until = [self.target.execution_ns(replace(work, mvms=k)) for k in bounds]
         return [
             ((a, b), until[i + 1] - until[i]) for i, (a, b) in enumerate(itertools.pairwise(bounds))
         ]
