@@ -118,7 +118,7 @@ def test_allocation_curves_use_reuse_first_where_order_cannot_hold_the_weights()
     graph = _alternating()
     costs = StageCosts(graph, _Slots(4), pipeline_groups(graph))
     assert [costs(0, 4, k) for k in (1, 2, 3, 4)][:3] == [None, None, None]
-    bound, (_core, evidence) = costs.reuse_first(0, 4)  # type: ignore[misc]
+    bound, (_core, evidence) = costs.reuse_first(0, 4, 4)  # type: ignore[misc]
     assert (bound, evidence["packer"]) == (2, "reuse-first")
     demand = max(int(evidence["demand_ns"]), costs.span(0, 4))  # type: ignore[call-overload]
     # On three cores order cannot hold the stage: reuse-first fills the curve from 2 cores.

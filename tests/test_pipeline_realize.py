@@ -239,10 +239,10 @@ def test_unit_cuts_are_memoised_per_core_only_when_cores_price_tasks_differently
     graph, _, _ = _tiny()
     per_core = replace(graph, core_cost=np.array([[10, 11, 12]] * 4, dtype=np.int64))
     cuts = UnitCuts(per_core, THREE_CORES, QUANTUM_NS)
-    assert [cuts(0, c) for c in range(3)] == [[((0, 0), 10)], [((0, 0), 11)], [((0, 0), 12)]]
+    assert [cuts(0, c) for c in range(3)] == [{(0, 0): 10}, {(0, 0): 11}, {(0, 0): 12}]
     alike = UnitCuts(graph, THREE_CORES, QUANTUM_NS)
     alike.warm()
-    assert [alike(t, 2) for t in range(4)] == [[((0, 0), ns)] for ns in (10, 20, 30, 5)]
+    assert [alike(t, 2) for t in range(4)] == [{(0, 0): ns} for ns in (10, 20, 30, 5)]
 
 
 @pytest.mark.parametrize("model", [LENET, MNIST8])
@@ -272,7 +272,7 @@ def test_rendezvous_and_units_follow_the_simulated_order_on_every_core(model: Pa
                 realized.append(("transfer", edge_of[who]))
             elif isinstance(step, Compute):
                 realized.extend(("unit", t, p) for t, p in zip(who, part, strict=True))
-                assert step.ns == sum(cuts.ns(t, core, p) for t, p in zip(who, part, strict=True))
+                assert step.ns == sum(cuts(t, core)[p] for t, p in zip(who, part, strict=True))
         expected = [
             ("unit", e.task, e.part) if e.action is Action.TASK else ("transfer", e.edge)
             for e in simulated[core]

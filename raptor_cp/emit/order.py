@@ -159,7 +159,7 @@ def item_steps(graph: ComputeGraph, target: SchedulingTarget, items: CoreItems) 
         run = 0
         for item in core_items:
             if item.kind is ItemKind.TASK:
-                run += cuts.ns(item.task, c, item.part)
+                run += cuts(item.task, c)[item.part]
                 continue
             if run:
                 steps.append(Compute(run))

@@ -97,9 +97,10 @@ class Entry:
 class UnitCuts:
     """Every task's units on a core, for one graph and target, memoised.
 
-    A unit is ``(products [first, stop) or (0, 0), ns)``: a matrix task longer
-    than ``quantum`` ns is cut into runs of consecutive products, each at most
-    about ``quantum`` ns and priced as the task's execution time up to its last
+    A task's units map its parts (products ``[first, stop)``, or ``(0, 0)`` for
+    the whole task) to their ns, in product order: a matrix task longer than
+    ``quantum`` ns is cut into runs of consecutive products, each at most about
+    ``quantum`` ns and priced as the task's execution time up to its last
     product less that up to its first (so a task's units add up to its cost);
     any other task is one whole unit, priced ``graph.cost_on``; a task of an
     operator the target does not time (Softmax on PIM) costs 0. Cutting prices
@@ -117,8 +118,7 @@ class UnitCuts:
         timing = target.step_timing()
         self._untimed = frozenset() if timing is None else timing.untimed_operations
         self._by_core = graph.core_cost is not None
-        self._memo: dict[int | tuple[int, int], list[tuple[tuple[int, int], int]]] = {}
-        self._by_part: dict[int | tuple[int, int], dict[tuple[int, int], int]] = {}
+        self._memo: dict[int | tuple[int, int], dict[tuple[int, int], int]] = {}
 
     def warm(self) -> None:
         """Cut every task now (graphs that price all cores alike; otherwise cuts stay lazy)."""
@@ -126,38 +126,30 @@ class UnitCuts:
             for task in range(self.graph.num_tasks):
                 self(task, 0)
 
-    def __call__(self, task: int, core: int) -> list[tuple[tuple[int, int], int]]:
-        """The units of ``task`` on ``core`` in product order."""
+    def __call__(self, task: int, core: int) -> dict[tuple[int, int], int]:
+        """The units of ``task`` on ``core``: part -> ns, in product order."""
         key: int | tuple[int, int] = (task, core) if self._by_core else task
         found = self._memo.get(key)
         if found is None:
             found = self._memo[key] = self._cut(task, core)
         return found
 
-    def ns(self, task: int, core: int, part: tuple[int, int]) -> int:
-        """ns of the unit ``part`` of ``task`` on ``core`` (one of ``self(task, core)``'s)."""
-        key: int | tuple[int, int] = (task, core) if self._by_core else task
-        table = self._by_part.get(key)
-        if table is None:
-            table = self._by_part[key] = dict(self(task, core))
-        return table[part]
-
-    def _cut(self, task: int, core: int) -> list[tuple[tuple[int, int], int]]:
+    def _cut(self, task: int, core: int) -> dict[tuple[int, int], int]:
         graph = self.graph
         if graph.operation_type(task) in self._untimed:
-            return [((0, 0), 0)]
+            return {(0, 0): 0}
         whole = graph.cost_on(task, core)
         work = graph.work[task] if graph.work else None
         products = work.mvms if isinstance(work, MatrixWork) else 0
         if products < 2 or whole <= self.quantum:
-            return [((0, 0), whole)]
+            return {(0, 0): whole}
         assert isinstance(work, MatrixWork)
         size = max(1, self.quantum * products // whole)
         bounds = [*range(0, products, size), products]
         until = [self.target.execution_ns(replace(work, mvms=k)) for k in bounds]
-        return [
-            ((a, b), until[i + 1] - until[i]) for i, (a, b) in enumerate(itertools.pairwise(bounds))
-        ]
+        return {
+            (a, b): until[i + 1] - until[i] for i, (a, b) in enumerate(itertools.pairwise(bounds))
+        }
 
 
 def simulate_rendezvous(
@@ -203,7 +195,7 @@ class _Simulation:
         for c, order in enumerate(schedule.core_order):
             for t in order:
                 parts = cuts(t, c)
-                for k, (part, ns) in enumerate(parts):
+                for k, (part, ns) in enumerate(parts.items()):
                     self.units[c].append((t, part, ns, k == len(parts) - 1))
         self.missing = [0] * graph.num_tasks
         self.outgoing: list[list[int]] = [[] for _ in range(graph.num_tasks)]

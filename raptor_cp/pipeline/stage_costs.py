@@ -230,8 +230,8 @@ class StageCosts:
             self.prefetch([(first, stop)])
         span = self.span(first, stop)
         values = [self._costs[first, stop, k] for k in range(1, max_cores + 1)]
-        if values[-1] is None and self.capacity_bound(first, stop) <= max_cores:
-            found = self.reuse_first(first, stop)
+        if values[-1] is None:
+            found = self.reuse_first(first, stop, max_cores)
             if found is not None:
                 bound, assignment = found
                 demand = int(assignment[1]["demand_ns"])  # type: ignore[call-overload]
@@ -250,40 +250,37 @@ class StageCosts:
         value = self(first, stop, cores)
         if value is not None:
             return value
-        if self.capacity_bound(first, stop) > cores:
-            return None
-        found = self.reuse_first(first, stop)
+        found = self.reuse_first(first, stop, cores)
         if found is None:
             return None
         return max(int(found[1][1]["demand_ns"]), self.span(first, stop))  # type: ignore[call-overload]
 
     def reuse_first(
-        self, first: int, stop: int
+        self, first: int, stop: int, cores: int
     ) -> tuple[int, tuple[tuple[int, ...], dict[str, object]]] | None:
-        """The reuse-first stage packing at the capacity bound, memoised per range.
+        """The reuse-first stage packing at the capacity bound, for a budget of ``cores``.
 
         ``(bound, (cores, evidence))``: ``bound`` is the cores the stage's weights
-        need at least (`raptor_cp.heuristics.stage_packing.cores_needed`), the
-        packing is `pack_stage` on that many cores (cores in
-        ``groups.range_tasks`` order, evidence as `assignment`'s); None when
-        the bound exceeds the chip or the packer finds nothing (bounded search).
+        need at least (`capacity_bound`), the packing is `pack_stage` on that
+        many cores (cores in ``groups.range_tasks`` order, evidence as
+        `assignment`'s), memoised per range; None when the bound exceeds
+        ``cores`` or the packer finds nothing (bounded search). The bound is
+        checked first: a budget that cannot hold the stage's weights in any
+        order is refused without packing (the packing costs seconds on a large
+        stage, the bound milliseconds).
         """
+        if self.capacity_bound(first, stop) > min(cores, self.cores):
+            return None
         key = (first, stop)
         if key not in self._reuse:
             bound = self.capacity_bound(first, stop)
-            packed = self._reuse_packing(first, stop, bound) if bound <= self.cores else None
+            packed = self._reuse_packing(first, stop, bound)
             self._reuse[key] = None if packed is None else (bound, packed)
         return self._reuse[key]
 
     def capacity_bound(self, first: int, stop: int) -> int:
         """The fewest cores the stage's weights need, whatever the order
-        (`raptor_cp.heuristics.stage_packing.cores_needed`), memoised per range.
-
-        Callers compare it with their budget before asking for `reuse_first`: a
-        stage that cannot hold its weights on the budget needs no packing to be
-        refused (the packing costs seconds on a large stage, the bound
-        milliseconds).
-        """
+        (`raptor_cp.heuristics.stage_packing.cores_needed`), memoised per range."""
         found = self._bounds.get((first, stop))
         if found is None:
             from raptor_cp.heuristics.stage_packing import cores_needed
@@ -384,8 +381,7 @@ class StageCosts:
         if cost is None:
             packed = self._reuse_packing(first, stop, cores)
             if packed is None:
-                fits = self.capacity_bound(first, stop) <= cores
-                fallback = self.reuse_first(first, stop) if fits else None
+                fallback = self.reuse_first(first, stop, cores)
                 if fallback is None:
                     raise NotFoundWithinBudgetError(
                         f"{self.graph.name}: stage of groups [{first}, {stop}): no packing on "
