@@ -12,10 +12,7 @@ eligible for schedule selection. Formatting only: nothing is analysed here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
 
 from raptor_cp.periodic.analysis import DEADLOCK_REASON, PeriodicAnalysis, Recurrence
 from raptor_cp.periodic.events import NO_RESOURCE, EventGraph, EventKind
@@ -171,7 +168,7 @@ def _recurrence(events: EventGraph, recurrence: Recurrence) -> dict[str, Any]:
         {e["source"] for e in witness["edges"]} | {e["target"] for e in witness["edges"]}
     )
     witness["events"] = [describe_event(events, x) for x in shown]
-    witness["breakdown"] = cycle_breakdown(events, result.cycle)
+    witness["breakdown"] = events.cycle_breakdown(result.cycle)
     return {
         "status": status,
         "method": method,
@@ -182,45 +179,6 @@ def _recurrence(events: EventGraph, recurrence: Recurrence) -> dict[str, Any]:
         "iterations": result.iterations,
         "sweeps": result.sweeps,
         "witness": witness,
-    }
-
-
-def cycle_breakdown(events: EventGraph, cycle: Sequence[int]) -> dict[str, int]:
-    """Where a critical cycle's delay goes, over the whole cycle (edge ids of ``events.graph``).
-
-    Each edge of the recurrence graph weighs its dependency delay plus the
-    service of its target event (`EventGraph.recurrence_graph`), so the four
-    parts add up to the cycle's delay:
-
-    * ``same_core_ns``: delays between two events of one core: its own in-order
-      work between them (compute runs, local reads and writes);
-    * ``cross_core_ns``: delays from one core's event to another core's: the
-      work a core does once its partner's flit or payload is in (a transfer's
-      source read after the permission, its destination write after the
-      payload) and token delivery;
-    * ``switch_service_ns``: time the cycle's events hold a source switch
-      (request and permission flits, payloads);
-    * ``memory_service_ns``: time they hold the memory controller.
-
-    A cycle that is mostly ``same_core_ns`` across many cores is a chain of
-    dependent work, not a congested resource: the period is bounded by how
-    the cores' programs wait on each other, not by any one core's work.
-    ``O(L)`` for a cycle of ``L`` edges.
-    """
-    g = events.graph
-    edges = np.asarray(cycle, dtype=np.int64)
-    target = g.v[edges]
-    delay = g.w[edges]
-    same = g.core[g.u[edges]] == g.core[target]
-    resource = events.resource[target]
-    service = events.service[target]
-    memory = resource == events.memory_resource
-    switch = (resource != NO_RESOURCE) & ~memory
-    return {
-        "same_core_ns": int(delay[same].sum()),
-        "cross_core_ns": int(delay[~same].sum()),
-        "switch_service_ns": int(service[switch].sum()),
-        "memory_service_ns": int(service[memory].sum()),
     }
 
 
