@@ -352,36 +352,28 @@ def test_document_has_timing_graph_and_is_not_selectable() -> None:
     assert doc["queue"]["alternative_tie_interval_ns"] == 47.0
 
 
-def test_witness_breakdown_splits_the_whole_cycle_by_where_its_time_goes() -> None:
-    doc = periodic_document(
-        analyse_periodic(build_events(ping_pong_steps(), FakeTiming())), source="s", target="t"
-    )
-    witness = doc["recurrence"]["witness"]
-    # Same core: the two computes (10 + 5). Across cores: each source read after the
-    # partner's permission and each destination write after the payload (4 per side,
-    # both ways). Switches: two requests and two permissions (2 each), two payloads (4).
-    assert witness["breakdown"] == {
-        "same_core_ns": 15,
-        "cross_core_ns": 16,
-        "switch_service_ns": 16,
-        "memory_service_ns": 0,
-    }
-    assert sum(witness["breakdown"].values()) == witness["delay"] == 47
-
-
-def test_witness_breakdown_counts_the_memory_controller_service() -> None:
-    events = build_events([[Load(64), Compute(10), Store(32)]], FakeTiming())
-    document = periodic_document(analyse_periodic(events), source="s", target="t")
-    witness = document["recurrence"]["witness"]
-    # The controller serves 64 bytes read (10 ns each) and 32 written (20 ns each); the
-    # core writes the loaded bytes, computes and reads the stored ones (64 + 10 + 32); the
-    # load's request flit (2) and the store's payload (32) hold the switch.
-    assert witness["breakdown"] == {
-        "same_core_ns": 106,
-        "cross_core_ns": 0,
-        "switch_service_ns": 34,
-        "memory_service_ns": 1280,
-    }
+@pytest.mark.parametrize(
+    ("steps", "breakdown", "delay"),
+    [
+        # Same core: the two computes (10 + 5). Across cores: each source read after the
+        # partner's permission and each destination write after the payload (4 per side,
+        # both ways). Switches: two requests and two permissions (2 each), two payloads (4).
+        (ping_pong_steps(), (15, 16, 16, 0), 47),
+        # The controller serves 64 bytes read (10 ns each) and 32 written (20 ns each); the
+        # core writes the loaded bytes, computes and reads the stored ones (64 + 10 + 32);
+        # the load's request flit (2) and the store's payload (32) hold the switch.
+        ([[Load(64), Compute(10), Store(32)]], (106, 0, 34, 1280), 1420),
+    ],
+    ids=["ping-pong", "load-compute-store"],
+)
+def test_witness_breakdown_splits_the_whole_cycle_by_where_its_time_goes(
+    steps: list[list], breakdown: tuple[int, int, int, int], delay: int
+) -> None:
+    analysis = analyse_periodic(build_events(steps, FakeTiming()))
+    witness = periodic_document(analysis, source="s", target="t")["recurrence"]["witness"]
+    names = ("same_core_ns", "cross_core_ns", "switch_service_ns", "memory_service_ns")
+    assert witness["breakdown"] == dict(zip(names, breakdown, strict=True))
+    assert sum(breakdown) == witness["delay"] == delay
 
 
 def max_plus_ends(events: EventGraph, generations: int) -> list[int]:
