@@ -42,18 +42,22 @@ processes at most ``16 (V + E)`` heap events; when a bound (or a stall: events
 waiting for tokens that never come) stops the run first, the result is
 ``unavailable`` with the reason. Time ``O(K (E + V log V))`` for ``K``
 generations, storage ``O(V + E + B)`` for ``B`` pending tokens.
+
+The event loop is C (`raptor_cp.periodic._queue_core`, built by ``pip install``):
+in Python it took about 1.8 µs per processed event and was most of a pipeline
+selection's time (docs/benchmarks.md, "Queue engine in C"). This module keeps
+the rest: preparing the graph as flat arrays, the two tie orders, and turning a
+run's outcome into a `QueueRun` with its reason.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from raptor_cp.collector import collector_paused
+from raptor_cp.periodic import _queue_core
 from raptor_cp.periodic.events import NO_RESOURCE, EventGraph, EventKind
 from raptor_cp.periodic.graph import PeriodicGraph
 
@@ -252,374 +256,143 @@ def first_generation(events: EventGraph, reverse_ties: bool = False) -> list[int
     simulation = _Simulation(_Network(events), reverse_ties, 1, budget)
     run = simulation.run("reversed" if reverse_ties else "index")
     if run.generation_ends:
-        return simulation.first
-    stuck = [x for x in range(events.num_events) if simulation.gen[x] == 0]
-    if run.processed_events >= budget or not stuck:
+        return simulation.first.tolist()
+    stuck = np.flatnonzero(simulation.gen == 0)
+    if run.processed_events >= budget or not stuck.size:
         return run.reason or "generation 0 did not complete"
     return (
-        f"generation 0 cannot complete: {simulation._describe(stuck[0])} waits for tokens "
+        f"generation 0 cannot complete: {simulation._describe(int(stuck[0]))} waits for tokens "
         "that never arrive"
     )
 
 
-SINGLE, PAIR, GENERAL = 0, 1, 2
-"""In-edges of an event: exactly one, exactly two (both of distance 0), or any other set."""
-
-
 class _Network:
-    """The run-independent form of an `EventGraph`: plain lists the event loop indexes.
+    """The run-independent form of an `EventGraph`: the flat int64 arrays the loop indexes.
 
     Built once per graph and shared by its runs (both tie orders). Edges are
     listed by source (``out_*``, rows ``out_start[x]:out_start[x + 1]``) and by
-    target (``in_*``), each row in ascending edge id. ``O(V + E)``.
+    target (``in_*``), each row in ascending edge id; ``free_resource`` rows
+    (``free_start``) list the resources an event's completion frees: its own
+    (unless another event releases it), then those of the events it releases,
+    by event index. ``O(V + E)``.
     """
 
     def __init__(self, events: EventGraph) -> None:
         g = events.graph
         n = g.num_nodes
         self.events = events
-        self.num_edges = g.num_edges
-        self.core: list[int] = g.core.tolist()
-        self.resource: list[int] = events.resource.tolist()
-        self.service: list[int] = events.service.tolist()
-        self.memory = events.memory_resource
         by_source = np.argsort(g.u, kind="stable")
-        self.out_start: list[int] = np.searchsorted(g.u[by_source], np.arange(n + 1)).tolist()
-        self.out_edge: list[int] = by_source.tolist()
-        self.out_target: list[int] = g.v[by_source].tolist()
-        self.out_delay: list[int] = g.w[by_source].tolist()
-        self.out_distance: list[int] = g.d[by_source].tolist()
+        self.out_start = _int64(np.searchsorted(g.u[by_source], np.arange(n + 1)))
+        self.out_edge = _int64(by_source)
+        self.out_target = _int64(g.v[by_source])
+        self.out_delay = _int64(g.w[by_source])
+        self.out_distance = _int64(g.d[by_source])
         in_start, by_target = events.in_edge_index
-        self.in_start: list[int] = in_start.tolist()
-        self.in_edge: list[int] = by_target.tolist()
-        self.in_distance: list[int] = g.d[by_target].tolist()
-        self.missing: list[int] = np.bincount(g.v[g.d == 0], minlength=n).tolist()
-        """Per event, its distance-0 in-edges (the tokens generation 0 waits for)."""
-        degree = np.diff(in_start)
-        late = np.bincount(g.v[g.d > 0], minlength=n)
-        self.mode: list[int] = np.where(
-            late > 0, GENERAL, np.where(degree == 1, SINGLE, np.where(degree == 2, PAIR, GENERAL))
-        ).tolist()
-        """Per event, `SINGLE`, `PAIR` or `GENERAL` (how the loop tracks its in-tokens)."""
-        release = events.release.tolist()
-        frees: list[tuple[int, ...]] = [()] * n
-        for x, (r, y) in enumerate(zip(self.resource, release, strict=True)):
-            if r != NO_RESOURCE and y == x:
-                frees[x] = (r,)
-        for x, y in enumerate(release):
-            if y != x:
-                frees[y] = (*frees[y], self.resource[x])
-        self.frees = frees
-        """Per event, the resources its completion frees: its own, then the one it releases."""
+        self.in_start = _int64(in_start)
+        self.in_edge = _int64(by_target)
+        self.in_distance = _int64(g.d[by_target])
+        self.resource = _int64(events.resource)
+        self.service = _int64(events.service)
+        self.core = _int64(g.core)
+        index = np.arange(n)
+        own = (events.resource != NO_RESOURCE) & (events.release == index)
+        released = events.release != index
+        holders = np.concatenate([index[own], events.release[released]])
+        parts = np.concatenate([np.zeros(int(own.sum())), np.ones(int(released.sum()))])
+        sources = np.concatenate([index[own], index[released]])
+        order = np.lexsort((sources, parts, holders))
+        self.free_resource = _int64(
+            np.concatenate([events.resource[own], events.resource[released]])[order]
+        )
+        self.free_start = _int64(np.searchsorted(holders[order], np.arange(n + 1)))
+
+
+def _int64(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.int64)
 
 
 class _Simulation:
-    """State of one run; see the module docstring."""
+    """One run (`_queue_core.run`) and what it leaves: per event its generations
+    completed and its generation-0 completion time; see the module docstring."""
 
     def __init__(
         self, network: _Network, reverse_ties: bool, max_generations: int, budget: int
     ) -> None:
-        n = len(network.core)
+        n = network.events.num_events
         self.network = network
         self.events = network.events
         self.n = n
-        self.core = network.core
-        self.resource = network.resource
         self.reverse_ties = reverse_ties
         self.max_generations = max_generations
         self.budget = budget
-        self.gen = [0] * n
-        self.ends: list[int] = []
-        num_resources = self.events.num_cores + 1
-        self.waits = [[0] * num_resources for _ in range(max_generations)]
-        self.max_request_wait = 0
-        self.first = [0] * n
+        self.num_resources = self.events.num_cores + 1
+        self.gen = np.zeros(n, dtype=np.int64)
+        self.first = np.zeros(n, dtype=np.int64)
         """Completion time of each event in generation 0."""
+        self.waits = np.zeros((max_generations, self.num_resources), dtype=np.int64)
+        """Per generation and core, the time its queued events waited for their resource."""
+        self.ends: list[int] = []
         self.capped = -1
 
     def run(self, order: str) -> QueueRun:
-        """`_loop` with the cyclic garbage collector paused.
-
-        A run allocates ``O(V + E)`` lists and tuples and no reference cycles;
-        left on, the collector would re-scan the whole process heap (the
-        caller's graphs and plans) several times per run for nothing.
-        """
-        with collector_paused():
-            return self._loop(order)
-
-    def _loop(self, order: str) -> QueueRun:
-        """The event loop: scheduling, arrivals, starts, releases and completions, inlined.
-
-        The heap holds at most one entry per event, an integer key
-        ``time << shift | generation << tagged | tie << 1 | phase`` (phase 0:
-        arrival at the event's resource, 1: completion), so the processing
-        order is fixed by ``(time, generation, tie)`` alone (the generation is
-        added when the key is pushed; keys queued as tokens carry none); every
-        key pushed is due no earlier than the one
-        being processed, so the processed times never decrease. The smallest
-        key pushed while processing one event waits in ``nxt`` instead of the
-        heap: the next iteration takes it by one `heapq.heappushpop`, which
-        returns it at once when it is due first (often the case). An event
-        with one or two in-edges of distance 0 (`SINGLE`, `PAIR`: nearly all)
-        needs no missing-token count: it is ready when each of its FIFOs holds
-        a token, and those FIFOs hold the event's keys rather than times; other
-        events (`GENERAL`) count the FIFOs still empty. An event that reached
-        the generation bound stays busy. All of this only avoids Python object
-        and call overhead (this loop is the hot path of pipeline selection).
-        """
-        net, n = self.network, self.n
-        tokens: list[list[int]] = [[] for _ in range(net.num_edges)]
-        ties = range(n - 1, -1, -1) if self.reverse_ties else range(n)
-        tagged = (2 * n).bit_length()  # bits of tie << 1 | phase
-        mask = (1 << tagged) - 1
-        shift = tagged + self.max_generations.bit_length()  # pushed generations: < the bound
-        # Key parts: start_tag[x] = tie << 1 | phase of its first heap entry; done_key[x] adds
-        # its service to the completion tag; who[tag] is the event.
-        start_tag = [(t << 1) | (r == NO_RESOURCE) for t, r in zip(ties, net.resource, strict=True)]
-        done_key = [(ns << shift) | (t << 1) | 1 for t, ns in zip(ties, net.service, strict=True)]
-        started = [(ns << shift) | 1 for ns in net.service]  # arrival key -> completion key
-        who = [0] * (2 * n)
-        for x, t in enumerate(ties):
-            who[2 * t] = who[2 * t + 1] = x
-        # Per event: its in-edges' FIFOs as (FIFO, distance) (GENERAL), its FIFO (SINGLE),
-        # its two FIFOs (PAIR); its out-edges as (FIFO, target, delay << shift | target's
-        # start tag, target's mode, the target's other FIFO (PAIR) or (delay, distance)).
-        start = net.in_start
-        mode = net.mode
-        ins_edges = [net.in_edge[start[x] : start[x + 1]] for x in range(n)]
-        ins = [
-            [(tokens[e], net.in_distance[i]) for i, e in enumerate(edges, start[x])]
-            if mode[x] == GENERAL
-            else tokens[edges[0]]
-            if mode[x] == SINGLE
-            else (tokens[edges[0]], tokens[edges[1]])
-            for x, edges in enumerate(ins_edges)
-        ]
-        targets, delays = net.out_target, net.out_delay
-        aux: list[object] = [None] * net.num_edges
-        for e, y, we, de in zip(net.out_edge, targets, delays, net.out_distance, strict=True):
-            m = mode[y]
-            if m == PAIR:
-                first_fifo, second_fifo = ins[y]
-                aux[e] = second_fifo if tokens[e] is first_fifo else first_fifo
-            elif m == GENERAL:
-                aux[e] = (we, de)
-        flat = list(
-            zip(
-                [tokens[e] for e in net.out_edge],
-                targets,
-                [(we << shift) | start_tag[y] for we, y in zip(delays, targets, strict=True)],
-                [mode[y] for y in targets],
-                [aux[e] for e in net.out_edge],
-                strict=True,
-            )
+        """Run the compiled event loop once and read its outcome."""
+        net = self.network
+        converged, ends, processed, max_wait, capped, pending = _queue_core.run(
+            net.out_start,
+            net.out_edge,
+            net.out_target,
+            net.out_delay,
+            net.out_distance,
+            net.in_start,
+            net.in_edge,
+            net.in_distance,
+            net.resource,
+            net.service,
+            net.core,
+            net.free_start,
+            net.free_resource,
+            self.first,
+            self.gen,
+            self.waits.reshape(-1),
+            self.num_resources,
+            self.events.memory_resource,
+            self.reverse_ties,
+            self.max_generations,
+            self.budget,
+            2 * WINDOW,
+            CONVERGENCE_PERCENT,
         )
-        start = net.out_start
-        outs = [flat[start[x] : start[x + 1]] for x in range(n)]
-        resource, frees, core = net.resource, net.frees, net.core
-        gen, waits, first, ends = self.gen, self.waits, self.first, self.ends
-        missing = list(net.missing)
-        busy = [False] * n  # scheduled (heap, resource FIFO or service) or at the bound
-        arrival = [0] * n
-        num_resources = self.events.num_cores + 1
-        holder = [-1] * num_resources
-        fifo: list[deque[int]] = [deque() for _ in range(num_resources)]
-        memory, max_generations = net.memory, self.max_generations
-        done = [0] * max_generations
-        push, pop, pushpop = heapq.heappush, heapq.heappop, heapq.heappushpop
-        max_wait = 0
-        # Each key is due a delay or a service after a processed one: every time stays below
-        # horizon, and ``none`` above every key says that ``nxt`` is empty.
-        horizon = (self.budget + 1) * (max(net.out_delay, default=0) + max(net.service) + 1)
-        none = 1 << (horizon.bit_length() + shift)
-        single, pair = SINGLE, PAIR
-
-        heap = [start_tag[x] for x in range(n) if missing[x] == 0]  # time 0
-        heapq.heapify(heap)
-        for key in heap:
-            busy[who[key]] = True
-        nxt = none
-        window = 2 * WINDOW
-        processed = 0
-        for processed in range(1, self.budget + 1):
-            if nxt != none:
-                key = pushpop(heap, nxt)
-                nxt = none
-            elif heap:
-                key = pop(heap)
-            else:
-                processed -= 1
-                break
-            x = who[key & mask]
-            if not key & 1:
-                # Arrival at the resource's FIFO; start at once when it is free.
-                r = resource[x]
-                arrival[x] = key >> shift
-                if holder[r] < 0:
-                    holder[r] = x
-                    nxt = key + started[x]
-                else:
-                    fifo[r].append(x)
-                continue
-            # x completes generation k: free what it holds, hand out its tokens.
-            now = key >> shift
-            base = now << shift
-            k = gen[x]
-            if k == 0:
-                first[x] = now
-            for rr in frees[x]:
-                queue_r = fifo[rr]
-                if queue_r:
-                    y = queue_r.popleft()
-                    holder[rr] = y
-                    wait = now - arrival[y]
-                    waits[gen[y]][core[y]] += wait
-                    if rr == memory and wait > max_wait:
-                        max_wait = wait
-                    due = base + done_key[y] + (gen[y] << tagged)
-                    if due < nxt:
-                        due, nxt = nxt, due
-                    if due != none:
-                        push(heap, due)
-                else:
-                    holder[rr] = -1
-            for queue, y, wkey, m, other in outs[x]:
-                if m == single:
-                    due = base + wkey
-                    if queue or busy[y]:
-                        queue.append(due)
-                        continue
-                elif m == pair:
-                    due = base + wkey
-                    if queue or busy[y] or not other:
-                        queue.append(due)
-                        continue
-                    token = other.pop(0)
-                    if token > due:
-                        due = token
-                else:
-                    we, de = other
-                    queue.append(now + we)
-                    if len(queue) > 1 or busy[y] or de > gen[y]:
-                        continue
-                    m = missing[y] - 1
-                    missing[y] = m
-                    if m:
-                        continue
-                    ky = gen[y]
-                    ready = now
-                    for q, d in ins[y]:
-                        if ky >= d:
-                            token = q.pop(0)
-                            if token > ready:
-                                ready = token
-                    due = (ready << shift) | (wkey & mask)
-                due += gen[y] << tagged
-                busy[y] = True
-                if due < nxt:
-                    due, nxt = nxt, due
-                if due != none:
-                    push(heap, due)
-            k1 = k + 1
-            gen[x] = k1
-            count = done[k] + 1
-            done[k] = count
-            if count == n:
-                ends.append(now)  # the latest completion of generation k: times never decrease
-                j = len(ends) - 1
-                if j >= window:
-                    early = ends[j - WINDOW] - ends[j - window]
-                    late = ends[j] - ends[j - WINDOW]
-                    if 100 * abs(late - early) <= CONVERGENCE_PERCENT * max(early, late):
-                        self.max_request_wait = max_wait
-                        return self._converged(order, j, processed)
-            if k1 >= max_generations:
-                if self.capped < 0:
-                    self.capped = x
-                continue  # x stays busy: it never runs again
-            m = mode[x]
-            if m == single:
-                queue = ins[x]
-                if not queue:
-                    busy[x] = False
-                    continue
-                due = queue.pop(0)
-                if due < base:
-                    due = base | start_tag[x]
-            elif m == pair:
-                queue, other = ins[x]
-                if not (queue and other):
-                    busy[x] = False
-                    continue
-                due = queue.pop(0)
-                token = other.pop(0)
-                if token > due:
-                    due = token
-                if due < base:
-                    due = base | start_tag[x]
-            else:
-                count = 0
-                for q, d in ins[x]:
-                    if k1 >= d and not q:
-                        count += 1
-                missing[x] = count
-                if count:
-                    busy[x] = False
-                    continue
-                ready = now
-                for q, d in ins[x]:
-                    if k1 >= d:
-                        token = q.pop(0)
-                        if token > ready:
-                            ready = token
-                due = (ready << shift) | start_tag[x]
-            due += k1 << tagged
-            if due < nxt:
-                due, nxt = nxt, due
-            if due != none:
-                push(heap, due)
-        self.max_request_wait = max_wait
-        if nxt != none or heap:
+        self.ends = ends
+        self.capped = capped
+        if converged >= 0:
+            return self._converged(order, converged, processed, max_wait)
+        if pending:
             reason = (
                 f"processed-event bound {self.budget} = {EVENT_BUDGET_FACTOR}(V+E) reached "
                 f"after {len(ends)} generation(s) without convergence"
             )
-            return self._unavailable(order, reason, processed)
-        return self._unavailable(order, self._stall_reason(), processed)
+            return self._unavailable(order, reason, processed, max_wait)
+        return self._unavailable(order, self._stall_reason(), processed, max_wait)
 
-    def _converged(self, order: str, k: int, processed: int) -> QueueRun:
+    def _converged(self, order: str, k: int, processed: int, max_wait: int) -> QueueRun:
         interval = (self.ends[k] - self.ends[k - 2 * WINDOW]) / (2 * WINDOW)
-        body = range(k - 2 * WINDOW + 1, k + 1)
-        queued = sorted({self.core[x] for x in range(self.n) if self.resource[x] != NO_RESOURCE})
-        waits = {c: sum(self.waits[j][c] for j in body) / (2 * WINDOW) for c in queued}
+        body = self.waits[k - 2 * WINDOW + 1 : k + 1].sum(axis=0)
+        queued = np.unique(self.network.core[self.network.resource != NO_RESOURCE]).tolist()
+        waits = {c: int(body[c]) / (2 * WINDOW) for c in queued}
         return QueueRun(
-            order,
-            STATUS_CONVERGED,
-            None,
-            interval,
-            tuple(self.ends),
-            processed,
-            waits,
-            self.max_request_wait,
+            order, STATUS_CONVERGED, None, interval, tuple(self.ends), processed, waits, max_wait
         )
 
-    def _unavailable(self, order: str, reason: str, processed: int) -> QueueRun:
+    def _unavailable(self, order: str, reason: str, processed: int, max_wait: int) -> QueueRun:
         return QueueRun(
-            order,
-            STATUS_UNAVAILABLE,
-            reason,
-            None,
-            tuple(self.ends),
-            processed,
-            None,
-            self.max_request_wait,
+            order, STATUS_UNAVAILABLE, reason, None, tuple(self.ends), processed, None, max_wait
         )
 
     def _describe(self, x: int) -> str:
         kind = EventKind(int(self.events.kind[x])).name
         step = int(self.events.step[x])
         where = f" step {step}" if step >= 0 else ""
-        return f"event {x} ({kind}, core {self.core[x]}{where})"
+        return f"event {x} ({kind}, core {int(self.network.core[x])}{where})"
 
     def _stall_reason(self) -> str:
         if self.capped >= 0:
@@ -628,8 +401,8 @@ class _Simulation:
                 f"{self.max_generations} generations before the interval converged "
                 f"({len(self.ends)} generation(s) finished everywhere)"
             )
-        waiting = min(range(self.n), key=lambda x: (self.gen[x], x))
+        waiting = int(np.argmin(self.gen))  # the first event of the fewest generations
         return (
             f"stalled after {len(self.ends)} generation(s): {self._describe(waiting)} waits "
-            f"in generation {self.gen[waiting]} for tokens that never arrive"
+            f"in generation {int(self.gen[waiting])} for tokens that never arrive"
         )
