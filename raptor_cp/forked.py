@@ -1,11 +1,12 @@
 """Evaluate independent items side by side in forked child processes.
 
 Pipeline selection spends most of its time evaluating candidates (realization,
-event extraction, two queue runs and the recurrence witness: about 4 s each
+event extraction, two queue runs and the recurrence witness: about 3 s each
 for ResNet-50), and the candidates of one beam round are independent of each
-other's results. `forked_map` evaluates such a batch on up to ``jobs`` CPUs:
-the parent computes the first item of each chunk itself and a forked child
-each of the others. A child shares the parent's memory copy-on-write, so
+other's results. `ForkedBatch` evaluates such a batch on up to ``jobs`` CPUs:
+an item starts in a forked child as soon as it is submitted (while the parent
+goes on building the next one), and the parent computes the last item itself.
+A child shares the parent's memory copy-on-write, so
 nothing is pickled on the way in (the prepared graph and the plans stay where
 they are); only the result comes back, pickled through a pipe. Results are
 returned in item order and do not depend on ``jobs``, so a compile is byte
@@ -28,7 +29,7 @@ import pickle
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from raptor_cp.progress import reporting
 
@@ -49,31 +50,91 @@ def can_fork() -> bool:
 
 
 def forked_map(function: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]:
-    """``[function(item) for item in items]``, up to ``jobs`` at a time in forked children.
+    """``[function(item) for item in items]``, up to ``jobs`` at a time (`ForkedBatch`).
 
     An exception raised by ``function`` is raised here, for the first failing
-    item in order, after every child of its chunk has ended.
+    item in order, after every child has ended.
     """
-    if jobs <= 1 or len(items) <= 1 or not can_fork():
-        return [function(item) for item in items]
-    results: list[R] = []
-    for start in range(0, len(items), jobs):
-        chunk = items[start : start + jobs]
-        children: list[_Child] = []
+    batch: ForkedBatch[T, R] = ForkedBatch(function, jobs)
+    for item in items:
+        batch.submit(item)
+    return batch.results()
+
+
+class ForkedBatch(Generic[T, R]):
+    """A batch of items evaluated by ``function``, started as they are submitted.
+
+    A submitted item starts at once in a forked child while fewer than ``jobs -
+    1`` children run (the CPUs beside this process), so that the caller goes on
+    with its own work (building the next candidate, say) while the child
+    computes. `results` runs the items still waiting: in children while CPUs
+    are free, the last one (and any other that finds every child CPU busy) in
+    this process, and returns every outcome in submission order. With ``jobs``
+    1 or where `can_fork` is false, everything runs in this process at
+    `results`. Call `close` when the caller fails before `results`: it stops
+    the children.
+    """
+
+    def __init__(self, function: Callable[[T], R], jobs: int) -> None:
+        self.function = function
+        self.fork = jobs > 1 and can_fork()
+        self.child_limit = max(0, jobs - 1)
+        self.outcomes: list[tuple[bool, object] | None] = []
+        self.running: list[tuple[int, _Child]] = []
+        self.waiting: list[tuple[int, T]] = []
+
+    def submit(self, item: T) -> None:
+        """Add ``item``; start it in a child now if a child CPU is free."""
+        position = len(self.outcomes)
+        self.outcomes.append(None)
+        if self.fork and len(self.running) < self.child_limit:
+            self.running.append((position, _Child.start(self.function, item)))
+        else:
+            self.waiting.append((position, item))
+
+    def results(self) -> list[R]:
+        """Every submitted item's result in submission order; the batch is empty after.
+
+        Raises the exception of the first failing item in order, after every
+        child has ended.
+        """
         try:
-            for item in chunk[1:]:
-                children.append(_Child.start(function, item))
-            outcomes: list[tuple[bool, object]] = [_call(function, chunk[0])]
-            outcomes.extend(child.collect() for child in children)
+            while self.waiting:
+                if self.fork and len(self.waiting) > 1 and len(self.running) < self.child_limit:
+                    position, item = self.waiting.pop(0)
+                    self.running.append((position, _Child.start(self.function, item)))
+                    continue
+                position, item = self.waiting.pop(0)
+                self.outcomes[position] = _call(self.function, item)
+                if self.running and self.waiting:
+                    self._collect_oldest()  # it ran beside this one: free its CPU
+            while self.running:
+                self._collect_oldest()
         finally:
-            for child in children:
-                child.stop()
-        for ok, value in outcomes:
+            self.close()
+        outcomes, self.outcomes = self.outcomes, []
+        results: list[R] = []
+        for outcome in outcomes:
+            assert outcome is not None
+            ok, value = outcome
             if not ok:
                 assert isinstance(value, BaseException)
                 raise value
             results.append(value)  # type: ignore[arg-type]
-    return results
+        return results
+
+    def close(self) -> None:
+        """Stop every child still running and forget the items still waiting."""
+        running, self.running, self.waiting = self.running, [], []
+        for _, child in running:
+            child.stop()
+
+    def _collect_oldest(self) -> None:
+        position, child = self.running.pop(0)
+        try:
+            self.outcomes[position] = child.collect()
+        finally:
+            child.stop()
 
 
 def _call(function: Callable[[T], R], item: T) -> tuple[bool, object]:

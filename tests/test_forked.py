@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import pytest
 
-from raptor_cp.forked import can_fork, forked_map, usable_cpus
+from raptor_cp.forked import ForkedBatch, can_fork, forked_map, usable_cpus
 
 needs_fork = pytest.mark.skipif(not can_fork(), reason="forked evaluation runs on Linux only")
 
@@ -21,9 +22,25 @@ def _square_and_pid(x: int) -> tuple[int, int]:
 def test_results_come_back_in_item_order(jobs: int) -> None:
     found = forked_map(_square_and_pid, list(range(7)), jobs)
     assert [value for value, _ in found] == [x * x for x in range(7)]
-    # The first item of each chunk ran here, the others in children.
+    # The last item ran here, the first in a child.
     here = {i for i, (_, pid) in enumerate(found) if pid == os.getpid()}
-    assert here == set(range(0, 7, jobs))
+    assert 6 in here and 0 not in here
+
+
+def _started_at(x: int) -> float:
+    return time.monotonic()
+
+
+@needs_fork
+def test_a_submitted_item_starts_before_results_are_asked_for() -> None:
+    # The first item runs in a child while this process sleeps; the last runs here.
+    batch = ForkedBatch(_started_at, 2)
+    batch.submit(0)
+    submitted = time.monotonic()
+    time.sleep(1.0)  # the caller's own work
+    batch.submit(1)
+    started, last = batch.results()
+    assert started < submitted + 0.5 < last
 
 
 def test_one_job_runs_everything_in_this_process() -> None:
@@ -54,7 +71,7 @@ def _die_in_child(x: int) -> int:
 @needs_fork
 def test_a_child_that_dies_is_an_error_not_a_missing_result() -> None:
     with pytest.raises(RuntimeError, match="ended without a result"):
-        forked_map(_die_in_child, [0, 1], 2)
+        forked_map(_die_in_child, [1, 0], 2)
 
 
 def _unpicklable(x: int) -> object:
@@ -69,3 +86,14 @@ def test_an_unpicklable_result_comes_back_as_an_error() -> None:
 
 def test_usable_cpus_is_positive() -> None:
     assert usable_cpus() >= 1
+
+
+@needs_fork
+def test_close_stops_the_children_of_a_failed_caller() -> None:
+    batch = ForkedBatch(time.sleep, 2)
+    batch.submit(60)
+    (_, child), *_ = batch.running
+    batch.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)
+    assert batch.running == [] and batch.waiting == []

@@ -67,7 +67,7 @@ from raptor_cp.errors import (
     ScheduleViolationError,
     TimingUnavailableError,
 )
-from raptor_cp.forked import forked_map
+from raptor_cp.forked import ForkedBatch
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.core_budgets import minimax_budgets
 from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
@@ -141,7 +141,10 @@ class BeamPipelineSolver:
         search = _Search(
             problem, initial, self.queue_evaluations, self.constructive_packings, self.jobs
         )
-        selection = search.run(self.name)
+        try:
+            selection = search.run(self.name)
+        finally:
+            search.evaluations.close()  # a search that failed mid-round leaves no child behind
         chosen = selection.selected
         objective = chosen.estimate_ns
         return PipelineSolution(
@@ -266,6 +269,8 @@ class _Search:
         self.placer = StagePlacer(self.graph, self.target)
         self.cuts = UnitCuts(self.graph, self.target, QUANTUM_NS)
         """Every candidate's task units (cut once, in this process, before evaluations fork)."""
+        self.evaluations: ForkedBatch[int, RealizedScheduleCost] = ForkedBatch(self.cost_of, jobs)
+        """The round's requested evaluations (`request`), collected by `evaluate_pending`."""
         self.latency_root = ""
         for stage, core, evidence in zip(
             initial.plan.stages, initial.assignments, initial.packing, strict=True
@@ -393,7 +398,6 @@ class _Search:
         pending, self.pending = self.pending, []
         if not pending:
             return
-        self.cuts.warm()
         first = self.budget.queue_used + 1
         numbers = f"{first}" if len(pending) == 1 else f"{first}-{first + len(pending) - 1}"
         tick(
@@ -401,7 +405,7 @@ class _Search:
             f"queue evaluation {numbers} of at most {self.queue_limit} (candidate"
             f"{'s' * (len(pending) > 1)} {', '.join(map(str, pending))})",
         )
-        for index, cost in zip(pending, forked_map(self.cost_of, pending, self.jobs), strict=True):
+        for index, cost in zip(pending, self.evaluations.results(), strict=True):
             self._record(self.candidates[index], cost)
 
     def _record(self, candidate: Candidate, cost: RealizedScheduleCost) -> None:
@@ -424,9 +428,12 @@ class _Search:
         self.candidates[candidate.index] = replace(candidate, cost=cost)
 
     def request(self, index: int) -> None:
-        """Queue candidate ``index`` for the round's evaluation (once)."""
+        """Queue candidate ``index`` for the round's evaluation (once); it starts at once
+        in a forked child when a CPU is free, while the round builds its next candidate."""
         if self.candidates[index].cost is None and index not in self.pending:
             self.pending.append(index)
+            self.cuts.warm()
+            self.evaluations.submit(index)
 
     # -- the search ---------------------------------------------------------------
 
