@@ -16,7 +16,7 @@ from raptor_cp.cli import main
 from raptor_cp.flows import compile_pipeline, prepare
 from raptor_cp.forked import can_fork
 from raptor_cp.graph import ComputeGraph
-from raptor_cp.pipeline.beam import BeamPipelineSolver, SelectionStoppedError
+from raptor_cp.pipeline.beam import BeamPipelineSolver, SelectionStoppedError, _Search
 from raptor_cp.pipeline.selection import Candidate, PipelineSelection, near_equivalence
 from raptor_cp.problems import PipelineProblem, Stage, check
 from raptor_cp.solvers import DEFAULT_METHOD, solve
@@ -120,6 +120,26 @@ def test_the_search_is_deterministic(lenet_beam: tuple) -> None:
         c.estimate_ns for c in selection.candidates
     ]
     assert again.decision == selection.decision
+
+
+def test_the_witness_is_analysed_for_every_candidate_that_can_lead(
+    lenet_beam: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    problem, selection = lenet_beam
+    parents = {p for _, beam, _ in selection.rounds for p in beam}
+    analysed = {c.index for c in selection.candidates if c.cost and c.cost.recurrence_analysed}
+    assert parents | {selection.decision.selected} <= analysed
+    assert len(analysed) < selection.queue_evaluations[0]  # some skipped Howard
+    # Skipping it for the others changes nothing but the skipped rows.
+    monkeypatch.setattr(_Search, "may_join_beam", lambda self, index: True)
+    always = solve(problem).selection
+    assert always is not None
+    assert all(c.cost and c.cost.recurrence_analysed for c in always.candidates if c.cost)
+    assert [c.canonical for c in always.candidates] == [c.canonical for c in selection.candidates]
+    assert [c.estimate_ns for c in always.candidates] == [
+        c.estimate_ns for c in selection.candidates
+    ]
+    assert always.rounds == selection.rounds and always.decision == selection.decision
 
 
 @pytest.mark.skipif(not can_fork(), reason="forked evaluation runs on Linux only")

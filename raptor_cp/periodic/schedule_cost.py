@@ -21,8 +21,9 @@ does). In order:
    run as its ``memory_controller`` estimate) -- each run must converge
    (its complete-state recurrence within the engine's generation and event
    bounds), otherwise its reason is recorded and the cost is unavailable;
-4. on request, the critical recurrence (`maximum_cycle_ratio`, Howard, exact)
-   as `RecurrenceGuidance`: the delay the witness cycle spends on each core.
+4. on request (always, or when a predicate on the cost so far holds), the
+   critical recurrence (`maximum_cycle_ratio`, Howard, exact) as
+   `RecurrenceGuidance`: the delay the witness cycle spends on each core.
 
 Nothing here changes the programs; the result is the typed evidence that
 selection compares (`RealizedScheduleCost`). Time: the extraction
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from raptor_cp.errors import InvalidInstanceError, TimingUnavailableError
 from raptor_cp.periodic.steps import Compute, Step
@@ -44,6 +46,7 @@ from raptor_cp.targets.base import (
     UNSUPPORTED,
     RealizedScheduleCost,
     RecurrenceGuidance,
+    RecurrenceRequest,
     StepTiming,
 )
 
@@ -57,10 +60,13 @@ def queue_schedule_cost(
     programs: Sequence[Sequence[Step]],
     timing: StepTiming | None,
     name: str,
-    recurrence: bool = False,
+    recurrence: RecurrenceRequest = False,
     baseline_service_ns: int = 0,
 ) -> RealizedScheduleCost:
     """Extract, run and summarise one realized schedule (see the module docstring).
+
+    ``recurrence`` (`RecurrenceRequest`): a predicate is asked about the cost
+    without the recurrence, once both queue runs have converged.
 
     ``baseline_service_ns`` (function inputs, constants, outputs, not placed in
     the programs) joins the memory-service term, as in the periodic analysis.
@@ -101,12 +107,7 @@ def queue_schedule_cost(
     reasons = [
         f"{run.tie_order} tie order: {run.reason}" for run in runs if run.status != STATUS_CONVERGED
     ]
-    guidance = None
-    if recurrence and not reasons:
-        began = time.perf_counter()
-        guidance = _recurrence(events, reasons)
-        wall.append(("recurrence", time.perf_counter() - began))
-    return RealizedScheduleCost(
+    cost = RealizedScheduleCost(
         status=UNAVAILABLE_COST if reasons else AVAILABLE,
         reasons=tuple(reasons),
         static_support=SUPPORTED,
@@ -116,7 +117,19 @@ def queue_schedule_cost(
         memory_service_ns=events.memory_service_ns + baseline_service_ns,
         generations=(estimate.run.generations, estimate.reversed_run.generations),
         events=events.num_events,
+        wall_s=tuple(wall),
+    )
+    if reasons or not (recurrence(cost) if callable(recurrence) else recurrence):
+        return cost
+    began = time.perf_counter()
+    guidance = _recurrence(events, reasons)
+    wall.append(("recurrence", time.perf_counter() - began))
+    return replace(
+        cost,
+        status=UNAVAILABLE_COST if reasons else AVAILABLE,
+        reasons=tuple(reasons),
         recurrence=guidance,
+        recurrence_analysed=True,
         wall_s=tuple(wall),
     )
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
@@ -94,6 +94,7 @@ from raptor_cp.targets.base import (
     UNKNOWN_SUPPORT,
     UNSUPPORTED,
     RealizedScheduleCost,
+    RecurrenceRequest,
     SchedulingTarget,
 )
 
@@ -173,7 +174,7 @@ def target_cost(
     target: SchedulingTarget,
     plan: PipelinePlan,
     name: str,
-    recurrence: bool,
+    recurrence: RecurrenceRequest,
     cuts: UnitCuts | None = None,
 ) -> RealizedScheduleCost:
     """Realize ``plan`` for ``target`` (`target_realization`, tasks cut by ``cuts``) and ask
@@ -389,8 +390,24 @@ class _Search:
         candidate = self.candidates[index]
         name = f"{self.graph.name} candidate {candidate.index}"
         return target_cost(
-            self.graph, self.target, candidate.plan, name, recurrence=True, cuts=self.cuts
+            self.graph, self.target, candidate.plan, name, self.may_join_beam(index), self.cuts
         )
+
+    def may_join_beam(self, index: int) -> Callable[[RealizedScheduleCost], bool]:
+        """Whether candidate ``index``, once costed, can join a later beam: it must rank
+        ahead of the second best of the costs recorded before its round (records are
+        made between rounds, so a child forked in the round sees the same ones; later
+        records only raise the bar). Only a parent's recurrence guides moves
+        (`bottlenecks`), so the others skip Howard's witness (about a second each on
+        ResNet-50). The best candidate always qualifies when it is evaluated."""
+        recorded = sorted(
+            c.rank() for c in self.candidates if c.cost is not None and c.cost.available
+        )
+        if len(recorded) < BEAM_WIDTH:
+            return lambda cost: True
+        bar = recorded[BEAM_WIDTH - 1]
+        candidate = self.candidates[index]
+        return lambda cost: replace(candidate, cost=cost).rank() < bar
 
     def evaluate_pending(self) -> None:
         """Evaluate the candidates `request` queued, on up to ``jobs`` CPUs, and record

@@ -95,11 +95,15 @@ def recurrence_contributions(candidate: Candidate) -> dict[str, object]:
     """Per stage, the delay the critical recurrence cycle spends on its cores."""
     cost = candidate.cost
     if cost is None or cost.recurrence is None:
-        why = (
-            "no queue comparison ran, so no recurrence was analysed"
-            if cost is None
-            else "the event graph has no cycle"
-        )
+        if cost is None:
+            why = "no queue comparison ran, so no recurrence was analysed"
+        elif cost.recurrence_analysed:
+            why = "the event graph has no cycle"
+        else:
+            why = (
+                "not analysed: its queue estimate ranked behind the beam's two best when it "
+                "was evaluated, and a recurrence only guides a parent's moves"
+            )
         return {"ratio_ns": None, "why": why}
     stage_of_core = candidate.plan.schedule.stage or ()
     per_stage: dict[int, int] = {}

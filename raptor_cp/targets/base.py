@@ -30,7 +30,7 @@ cannot go on without it raises `raptor_cp.errors.CapabilityUnavailableError`.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -289,6 +289,8 @@ class RealizedScheduleCost:
     """Events of the extracted graph (0 when none was built)."""
     recurrence: RecurrenceGuidance | None = None
     """The critical recurrence, when asked for and proved."""
+    recurrence_analysed: bool = False
+    """Whether the critical recurrence was analysed (None above then means: no cycle)."""
     wall_s: tuple[tuple[str, float], ...] = ()
     """Measured seconds of each phase of the query (``extraction``, ``queue``,
     ``recurrence``), in that order; the one field that differs between runs."""
@@ -429,20 +431,27 @@ class SchedulingTarget(Protocol):
         self,
         programs: Sequence[Sequence[Step]],
         name: str,
-        recurrence: bool = False,
+        recurrence: RecurrenceRequest = False,
         baseline_service_ns: int = 0,
     ) -> RealizedScheduleCost:
         """The queue model's cost of a realized schedule, read-only.
 
         ``programs[c]`` is core ``c``'s in-order steps of one generation (the
         Spatial realization, `raptor_cp.pipeline.realize`); ``name`` names it in
-        reasons; with ``recurrence`` the critical recurrence is added as
-        guidance; ``baseline_service_ns`` is the controller service of the
+        reasons; ``recurrence`` says whether the critical recurrence is added as
+        guidance (`RecurrenceRequest`); ``baseline_service_ns`` is the controller service of the
         baseline requests (function inputs, constants, outputs) the programs do
         not place, which joins the memory term. A target without a queue model
         is never `AVAILABLE`: its cost says ``unavailable`` and why.
         """
         ...
+
+
+RecurrenceRequest = bool | Callable[[RealizedScheduleCost], bool]
+"""Whether `SchedulingTarget.estimate_realized_schedule_cost` adds the critical
+recurrence: always, never, or when a predicate holds for the cost without it
+(pipeline selection analyses only candidates that can still join the beam: a
+recurrence guides only a parent's moves)."""
 
 
 class ExchangeTarget(SchedulingTarget, Protocol):

@@ -24,6 +24,7 @@ from raptor_cp.targets.base import (
     MatrixWork,
     MoveWork,
     RealizedScheduleCost,
+    RecurrenceRequest,
     VectorWork,
     WeightTiling,
     Work,
@@ -140,7 +141,7 @@ class GenericTarget:
         self,
         programs: Sequence[Sequence[Step]],
         name: str,
-        recurrence: bool = False,
+        recurrence: RecurrenceRequest = False,
         baseline_service_ns: int = 0,
     ) -> RealizedScheduleCost:
         """Unavailable: generic cores have no step timing to run a queue model with."""

@@ -29,6 +29,7 @@ from raptor_cp.targets.base import (
     MatrixWork,
     MoveWork,
     RealizedScheduleCost,
+    RecurrenceRequest,
     VectorWork,
     WeightTiling,
     Work,
@@ -375,7 +376,7 @@ class PimTarget:
         self,
         programs: Sequence[Sequence[Step]],
         name: str,
-        recurrence: bool = False,
+        recurrence: RecurrenceRequest = False,
         baseline_service_ns: int = 0,
     ) -> RealizedScheduleCost:
         """Event extraction with this chip's step timing and the shared queue engine.
