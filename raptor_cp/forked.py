@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import select
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -84,9 +85,14 @@ class ForkedBatch(Generic[T, R]):
         self.waiting: list[tuple[int, T]] = []
 
     def submit(self, item: T) -> None:
-        """Add ``item``; start it in a child now if a child CPU is free."""
+        """Add ``item``; start it in a child now if a child CPU is free (a child that has
+        finished frees its CPU: its outcome is read now)."""
         position = len(self.outcomes)
         self.outcomes.append(None)
+        for index, (done, child) in reversed(list(enumerate(self.running))):
+            if child.ready():
+                del self.running[index]
+                self.outcomes[done] = child.collect()
         if self.fork and len(self.running) < self.child_limit:
             self.running.append((position, _Child.start(self.function, item)))
         else:
@@ -181,6 +187,10 @@ class _Child:
                 os._exit(status)
         os.close(write_fd)
         return cls(pid, read_fd)
+
+    def ready(self) -> bool:
+        """Whether the child's outcome has arrived (its pipe has data or is closed)."""
+        return bool(select.select([self.read_fd], [], [], 0)[0])
 
     def collect(self) -> tuple[bool, object]:
         """Read the child's outcome and reap it."""

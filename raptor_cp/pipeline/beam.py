@@ -272,6 +272,8 @@ class _Search:
         """Every candidate's task units (cut once, in this process, before evaluations fork)."""
         self.evaluations: ForkedBatch[int, RealizedScheduleCost] = ForkedBatch(self.cost_of, jobs)
         """The round's requested evaluations (`request`), collected by `evaluate_pending`."""
+        self.submitted: list[int] = []
+        """Candidates in `evaluations`, in submission order."""
         self.latency_root = ""
         for stage, core, evidence in zip(
             initial.plan.stages, initial.assignments, initial.packing, strict=True
@@ -422,8 +424,11 @@ class _Search:
             f"queue evaluation {numbers} of at most {self.queue_limit} (candidate"
             f"{'s' * (len(pending) > 1)} {', '.join(map(str, pending))})",
         )
-        for index, cost in zip(pending, self.evaluations.results(), strict=True):
-            self._record(self.candidates[index], cost)
+        submitted, self.submitted = self.submitted, []
+        assert sorted(submitted) == sorted(pending)  # the initialized one is always requested
+        costs = dict(zip(submitted, self.evaluations.results(), strict=True))
+        for index in pending:
+            self._record(self.candidates[index], costs[index])
 
     def _record(self, candidate: Candidate, cost: RealizedScheduleCost) -> None:
         self.budget.queue_used += 1
@@ -449,8 +454,14 @@ class _Search:
         in a forked child when a CPU is free, while the round builds its next candidate."""
         if self.candidates[index].cost is None and index not in self.pending:
             self.pending.append(index)
-            self.cuts.warm()
-            self.evaluations.submit(index)
+            if index not in self.submitted:
+                self.submit(index)
+
+    def submit(self, index: int) -> None:
+        """Start evaluating candidate ``index`` (`ForkedBatch`); `request` records it."""
+        self.cuts.warm()
+        self.evaluations.submit(index)
+        self.submitted.append(index)
 
     # -- the search ---------------------------------------------------------------
 
@@ -469,6 +480,10 @@ class _Search:
         round_number = 0
         if self.groups.count > 1:
             termination = ""
+            # The initialized schedule is requested with the first other candidate, if
+            # any: evaluating it now overlaps the latency schedule and the first builds
+            # (a result nobody requests is dropped).
+            self.submit(0)
             self.add_latency_root()
         while not termination:
             round_number += 1
