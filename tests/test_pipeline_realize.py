@@ -257,7 +257,7 @@ def test_rendezvous_and_units_follow_the_simulated_order_on_every_core(model: Pa
     cuts = UnitCuts(graph, target, QUANTUM_NS)
     simulated = simulate_rendezvous(
         graph, target.step_timing(), plan.schedule, plan.schedule.start_ns, direct, cuts
-    )
+    ).entries()
     _, realization = pipeline_events(graph, target, plan.schedule, stage)
     edge_of = {
         (u, v): e for e, (u, v) in enumerate(zip(graph.edge_src, graph.edge_dst, strict=True))

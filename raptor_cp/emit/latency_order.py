@@ -35,7 +35,7 @@ def latency_items(
     core = schedule.core
     crossing = np.flatnonzero(core[graph.edge_src] != core[graph.edge_dst]).tolist()
     cuts = UnitCuts(graph, target, QUANTUM_NS)
-    entries = simulate_rendezvous(graph, target.step_timing(), schedule, start_ns, crossing, cuts)
+    programs = simulate_rendezvous(graph, target.step_timing(), schedule, start_ns, crossing, cuts)
     nbytes = graph.edge_bytes.tolist()
     kinds = {Action.SEND: ItemKind.SEND, Action.RECV: ItemKind.RECV}
     return [
@@ -45,5 +45,5 @@ def latency_items(
             else Item(kinds[x.action], edge=x.edge, peer=x.peer, nbytes=nbytes[x.edge])
             for x in program
         ]
-        for program in entries
+        for program in programs.entries()
     ]

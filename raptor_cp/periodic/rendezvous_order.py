@@ -46,12 +46,15 @@ docs/benchmarks.md).
 
 Time ``O((U + X) log(U + X) + X K)`` for ``U`` units, ``X`` cross-core edges
 and ``K`` the most transfers pending on one core at a time.
+
+The event loop is C (`raptor_cp.periodic._rendezvous_core`, built by ``pip
+install``); this module cuts the units, prices the transfers, and reads the
+programs back (`SimulatedPrograms`). In Python the loop took 0.5-0.9 s of a
+ResNet-50 candidate's realization (docs/benchmarks.md, "Sixth pass").
 """
 
 from __future__ import annotations
 
-import bisect
-import heapq
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -61,6 +64,7 @@ import numpy as np
 
 from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.periodic import _rendezvous_core
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import MatrixWork, SchedulingTarget, StepTiming
 
@@ -152,6 +156,63 @@ class UnitCuts:
         }
 
 
+@dataclass(frozen=True)
+class SimulatedPrograms:
+    """Every core's simulated program (module docstring), column-wise.
+
+    Core ``c``'s entries, in start order, are rows ``first[c] : first[c] +
+    count[c]`` of ``action`` (`Action`), ``start_ns`` and ``ref``: a unit's
+    index in ``units`` or a transfer's index in ``edges``.
+    """
+
+    units: list[tuple[int, tuple[int, int], int]]
+    """Every core's units in its order, core after core: (task, part, ns)."""
+    edges: np.ndarray
+    """The rendezvous edges, as given."""
+    src_core: np.ndarray
+    dst_core: np.ndarray
+    first: np.ndarray
+    count: np.ndarray
+    action: np.ndarray
+    start_ns: np.ndarray
+    ref: np.ndarray
+
+    def unit_order(self, core: int) -> tuple[list[tuple[int, tuple[int, int], int]], list[int]]:
+        """Core ``core``'s units in program order and their simulated starts."""
+        rows = slice(int(self.first[core]), int(self.first[core] + self.count[core]))
+        task = self.action[rows] == Action.TASK
+        units = self.units
+        return [units[i] for i in self.ref[rows][task].tolist()], self.start_ns[rows][task].tolist()
+
+    def send_times(self) -> dict[int, int]:
+        """Per rendezvous edge, when its transfer starts."""
+        sends = self.action == Action.SEND
+        return dict(
+            zip(self.edges[self.ref[sends]].tolist(), self.start_ns[sends].tolist(), strict=True)
+        )
+
+    def entries(self) -> list[list[Entry]]:
+        """Every core's entries as `Entry` objects."""
+        edge, src_core, dst_core = (a.tolist() for a in (self.edges, self.src_core, self.dst_core))
+        found: list[list[Entry]] = []
+        for first, count in zip(self.first.tolist(), self.count.tolist(), strict=True):
+            rows = slice(first, first + count)
+            row: list[Entry] = []
+            for action, at, i in zip(
+                self.action[rows].tolist(), self.start_ns[rows].tolist(),
+                self.ref[rows].tolist(), strict=True,
+            ):  # fmt: skip
+                if action == Action.TASK:
+                    task, part, ns = self.units[i]
+                    row.append(Entry(Action.TASK, at, task=task, part=part, ns=ns))
+                elif action == Action.SEND:
+                    row.append(Entry(Action.SEND, at, edge=edge[i], peer=dst_core[i]))
+                else:
+                    row.append(Entry(Action.RECV, at, edge=edge[i], peer=src_core[i]))
+            found.append(row)
+        return found
+
+
 def simulate_rendezvous(
     graph: ComputeGraph,
     timing: StepTiming,
@@ -159,7 +220,7 @@ def simulate_rendezvous(
     start_ns: np.ndarray,
     transfers: Sequence[int],
     cuts: UnitCuts,
-) -> list[list[Entry]]:
+) -> SimulatedPrograms:
     """Every core's simulated program (module docstring), entries in start order.
 
     ``transfers`` are the edges that are rendezvous (each joins two cores);
@@ -172,6 +233,9 @@ def simulate_rendezvous(
 
 
 class _Simulation:
+    """One run: the inputs as the flat int64 arrays the compiled loop
+    (`raptor_cp.periodic._rendezvous_core`) reads, and its entries read back."""
+
     def __init__(
         self,
         graph: ComputeGraph,
@@ -184,107 +248,87 @@ class _Simulation:
         self.graph = graph
         self.budget = MEMORY_SHARE * timing.local_memory_bytes
         self.schedule = schedule
-        core = schedule.core.tolist()
-        self.core = core
-        src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-        nbytes = graph.edge_bytes.tolist()
-        start = start_ns.tolist()
-        self.src, self.dst, self.nbytes = src, dst, nbytes
         cores = schedule.num_cores
-        self.units: list[list[tuple[int, tuple[int, int], int, bool]]] = [[] for _ in range(cores)]
+        self.units: list[tuple[int, tuple[int, int], int]] = []
+        """Every core's units in its order, core after core: (task, part, ns)."""
+        last: list[bool] = []
+        unit_start = [0]
         for c, order in enumerate(schedule.core_order):
             for t in order:
                 parts = cuts(t, c)
-                for k, (part, ns) in enumerate(parts.items()):
-                    self.units[c].append((t, part, ns, k == len(parts) - 1))
-        self.missing = [0] * graph.num_tasks
-        self.outgoing: list[list[int]] = [[] for _ in range(graph.num_tasks)]
-        self.key: dict[int, tuple[int, int]] = {}
-        self.send_ns: dict[int, int] = {}
-        self.recv_ns: dict[int, int] = {}
-        for e in transfers:
-            a, b = core[src[e]], core[dst[e]]
-            self.missing[dst[e]] += 1
-            self.outgoing[src[e]].append(e)
-            self.key[e] = (start[dst[e]], e)
-            handshake = timing.control_ns(a, b) + timing.control_ns(b, a)
-            send = handshake + timing.local_read_ns(nbytes[e])
-            self.send_ns[e] = send
-            self.recv_ns[e] = (
-                send + timing.data_ns(a, b, nbytes[e]) + timing.local_write_ns(nbytes[e])
-            )
-        self.pending: list[list[tuple[int, int]]] = [[] for _ in range(cores)]
-        self.next_unit = [0] * cores
-        self.busy = [False] * cores
-        self.entries: list[list[Entry]] = [[] for _ in range(cores)]
-        self.events: list[tuple[int, int, int, int]] = []  # (time, sequence, core, finished task)
-        self.sequence = 0
-        self.transfers_left = len(self.key)
-        self.held = [0] * cores
-        """Bytes each core has received for consumers that have not run yet."""
-        self.received = [0] * graph.num_tasks
+                self.units.extend((t, part, ns) for part, ns in parts.items())
+                last.extend([False] * (len(parts) - 1) + [True])
+            unit_start.append(len(self.units))
+        self.unit_start = _int64(unit_start)
+        self.unit_task = _int64([u[0] for u in self.units])
+        self.unit_ns = _int64([u[2] for u in self.units])
+        self.unit_last = _int64(last)
+        self.edge = _int64(transfers)
+        src, dst = graph.edge_src[self.edge], graph.edge_dst[self.edge]
+        core = schedule.core
+        self.src_core, self.dst_core, self.dst_task = (
+            _int64(core[src]),
+            _int64(core[dst]),
+            _int64(dst),
+        )
+        self.nbytes = _int64(graph.edge_bytes[self.edge])
+        send_ns, recv_ns = [], []
+        for a, b, size in zip(
+            self.src_core.tolist(), self.dst_core.tolist(), self.nbytes.tolist(), strict=True
+        ):
+            send = timing.control_ns(a, b) + timing.control_ns(b, a) + timing.local_read_ns(size)
+            send_ns.append(send)
+            recv_ns.append(send + timing.data_ns(a, b, size) + timing.local_write_ns(size))
+        self.send_ns, self.recv_ns = _int64(send_ns), _int64(recv_ns)
+        self.key = _int64(np.asarray(start_ns)[dst])
+        n = graph.num_tasks
+        self.missing = _int64(np.bincount(dst, minlength=n))
+        by_source = np.argsort(src, kind="stable")
+        self.out_transfer = _int64(by_source)
+        self.out_start = _int64(np.searchsorted(src[by_source], np.arange(n + 1)))
+        touching = np.bincount(self.src_core, minlength=cores) + np.bincount(
+            self.dst_core, minlength=cores
+        )
+        size = np.diff(self.unit_start) + touching
+        self.entry_start = _int64(np.concatenate([[0], np.cumsum(size)]))
 
-    def push(self, time: int, core: int, finished: int = -1) -> None:
-        self.sequence += 1
-        heapq.heappush(self.events, (time, self.sequence, core, finished))
-
-    def run(self) -> list[list[Entry]]:
-        for c in range(self.schedule.num_cores):
-            if self.units[c]:
-                self.push(0, c)
-        while self.events:
-            now, _, c, finished = heapq.heappop(self.events)
-            self.busy[c] = False
-            if finished >= 0:
-                self.held[c] -= self.received[finished]
-                for e in self.outgoing[finished]:
-                    for end in (c, self.core[self.dst[e]]):
-                        bisect.insort(self.pending[end], self.key[e])
-            self.act(c, now)
-        left = [c for c in range(self.schedule.num_cores) if self.next_unit[c] < len(self.units[c])]
-        if left or self.transfers_left:
+    def run(self) -> SimulatedPrograms:
+        total = int(self.entry_start[-1])
+        kind, time, ref = (np.zeros(total, dtype=np.int64) for _ in range(3))
+        count = np.zeros(self.schedule.num_cores, dtype=np.int64)
+        left, transfers_left = _rendezvous_core.run(
+            self.unit_start,
+            self.unit_task,
+            self.unit_ns,
+            self.unit_last,
+            self.missing,
+            self.out_start,
+            self.out_transfer,
+            self.src_core,
+            self.dst_core,
+            self.dst_task,
+            self.nbytes,
+            self.send_ns,
+            self.recv_ns,
+            self.key,
+            self.edge,
+            self.entry_start,
+            kind,
+            time,
+            ref,
+            count,
+            float(self.budget),
+        )
+        if left >= 0 or transfers_left:
             raise ScheduleViolationError(
                 f"{self.graph.name}: the per-core orders contradict the dependencies "
-                f"(core {left[0] if left else '?'} cannot go on)"
+                f"(core {left if left >= 0 else '?'} cannot go on)"
             )
-        return self.entries
+        return SimulatedPrograms(
+            self.units, self.edge, self.src_core, self.dst_core, self.entry_start[:-1], count,
+            kind, time, ref,
+        )  # fmt: skip
 
-    def act(self, c: int, now: int) -> None:
-        """Start what free core ``c`` can do at ``now`` (module docstring)."""
-        for position, (_, e) in enumerate(self.pending[c]):
-            a, b = self.core[self.src[e]], self.core[self.dst[e]]
-            partner = b if a == c else a
-            if self.busy[partner] or not self.may_receive(e, b):
-                continue
-            self.start_transfer(e, a, b, now)
-            del self.pending[c][position]
-            self.pending[partner].remove(self.key[e])
-            return
-        i = self.next_unit[c]
-        if i == len(self.units[c]):
-            return
-        task, part, ns, last = self.units[c][i]
-        if self.missing[task]:
-            return
-        self.next_unit[c] = i + 1
-        self.busy[c] = True
-        self.entries[c].append(Entry(Action.TASK, now, task=task, part=part, ns=ns))
-        self.push(now + ns, c, task if last else -1)
 
-    def may_receive(self, e: int, b: int) -> bool:
-        """Whether core ``b`` may take edge ``e``'s payload now (the memory budget)."""
-        if self.held[b] + self.nbytes[e] <= self.budget:
-            return True
-        i = self.next_unit[b]
-        return i < len(self.units[b]) and self.units[b][i][0] == self.dst[e]
-
-    def start_transfer(self, e: int, a: int, b: int, now: int) -> None:
-        self.entries[a].append(Entry(Action.SEND, now, edge=e, peer=b))
-        self.entries[b].append(Entry(Action.RECV, now, edge=e, peer=a))
-        self.busy[a] = self.busy[b] = True
-        self.missing[self.dst[e]] -= 1
-        self.received[self.dst[e]] += self.nbytes[e]
-        self.held[b] += self.nbytes[e]
-        self.transfers_left -= 1
-        self.push(now + self.send_ns[e], a)
-        self.push(now + self.recv_ns[e], b)
+def _int64(values: object) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.int64)

@@ -95,7 +95,6 @@ from raptor_cp.graph import SCALAR_PROJECTION, ComputeGraph
 from raptor_cp.periodic.events import EventGraph, build_events
 from raptor_cp.periodic.rendezvous_order import (
     QUANTUM_NS,
-    Action,
     UnitCuts,
     simulate_rendezvous,
 )
@@ -586,16 +585,13 @@ def target_realization(
     if cuts is None:
         cuts = UnitCuts(graph, target, QUANTUM_NS)
     programs = simulate_rendezvous(graph, timing, schedule, schedule.start_ns, direct, cuts)
-    units: list[list[Unit]] = [[] for _ in programs]
-    starts: list[list[int]] = [[] for _ in programs]
-    transfer_time: dict[int, int] = {}
-    for c, entries in enumerate(programs):
-        for entry in entries:
-            if entry.action is Action.TASK:
-                units[c].append((entry.task, entry.part, entry.ns))
-                starts[c].append(entry.start_ns)
-            elif entry.action is Action.SEND:
-                transfer_time[entry.edge] = entry.start_ns
+    units: list[list[Unit]] = []
+    starts: list[list[int]] = []
+    for c in range(schedule.num_cores):
+        core_units, core_starts = programs.unit_order(c)
+        units.append(core_units)
+        starts.append(core_starts)
+    transfer_time = programs.send_times()
     return realize_pipeline(
         graph,
         schedule,
