@@ -87,7 +87,14 @@ from raptor_cp.pipeline.selection import (
     near_equivalence,
 )
 from raptor_cp.pipeline.stage_costs import StageCosts
-from raptor_cp.problems import LatencyProblem, PipelineProblem, PipelineSolution, Stage, Status
+from raptor_cp.problems import (
+    LatencyProblem,
+    LatencySolution,
+    PipelineProblem,
+    PipelineSolution,
+    Stage,
+    Status,
+)
 from raptor_cp.progress import tick
 from raptor_cp.solvers import DEFAULT_METHOD, solve
 from raptor_cp.targets.base import (
@@ -138,14 +145,25 @@ class BeamPipelineSolver:
 
     def solve(self, problem: PipelineProblem) -> PipelineSolution:
         began = time.perf_counter()
-        initial = initial_pipeline(problem.graph, problem.target, problem.depth, self.spare_units)
-        search = _Search(
-            problem, initial, self.queue_evaluations, self.constructive_packings, self.jobs
+        # The latency root's schedule does not depend on the initialization: with a
+        # second CPU it is computed beside it (`_Search.add_latency_root` collects it).
+        latency: ForkedBatch[LatencyProblem, LatencySolution] = ForkedBatch(
+            _latency_schedule, self.jobs
         )
+        latency.submit(problem.latency)
         try:
-            selection = search.run(self.name)
+            initial = initial_pipeline(
+                problem.graph, problem.target, problem.depth, self.spare_units
+            )
+            search = _Search(
+                problem, initial, self.queue_evaluations, self.constructive_packings, self.jobs
+            )
+            try:
+                selection = search.run(self.name, latency)
+            finally:
+                search.evaluations.close()  # a search that failed mid-round leaves no child
         finally:
-            search.evaluations.close()  # a search that failed mid-round leaves no child behind
+            latency.close()
         chosen = selection.selected
         objective = chosen.estimate_ns
         return PipelineSolution(
@@ -156,6 +174,11 @@ class BeamPipelineSolver:
             objective=chosen.plan.interval_ns if objective is None else objective,
             wall_s=time.perf_counter() - began,
         )
+
+
+def _latency_schedule(problem: LatencyProblem) -> LatencySolution:
+    """The production latency schedule (the default latency method) of ``problem``."""
+    return solve(problem, DEFAULT_METHOD[LatencyProblem])
 
 
 def realized_cost(
@@ -465,7 +488,9 @@ class _Search:
 
     # -- the search ---------------------------------------------------------------
 
-    def run(self, solver: str) -> PipelineSelection:
+    def run(
+        self, solver: str, latency: ForkedBatch[LatencyProblem, LatencySolution]
+    ) -> PipelineSelection:
         initial = self.initial
         stages = initial.plan.stages
         self.visited.add(tuple((s.first, s.stop, s.cores) for s in stages))
@@ -484,7 +509,7 @@ class _Search:
             # any: evaluating it now overlaps the latency schedule and the first builds
             # (a result nobody requests is dropped).
             self.submit(0)
-            self.add_latency_root()
+            self.add_latency_root(latency)
         while not termination:
             round_number += 1
             quota = BEAM_WIDTH if len(beam) == 1 else 1
@@ -542,7 +567,7 @@ class _Search:
             latency_root=self.latency_root,
         )
 
-    def add_latency_root(self) -> None:
+    def add_latency_root(self, latency: ForkedBatch[LatencyProblem, LatencySolution]) -> None:
         """Add the production latency schedule as a one-stage candidate, evaluated with the
         first round (`raptor_cp.pipeline.latency_candidate`); `latency_root` says why not
         when it cannot be (the latency scheduler finds no schedule, or the same placement
@@ -557,7 +582,7 @@ class _Search:
         began = time.perf_counter()
         method = DEFAULT_METHOD[LatencyProblem]
         try:
-            found = solve(self.problem.latency, method)
+            (found,) = latency.results()
             if found.schedule is None:
                 self.latency_root = f"not a candidate: {method} found no latency schedule"
                 return
