@@ -8,7 +8,7 @@
  * arrays, calls `run` once per tie order and turns what it returns into a
  * `QueueRun`; every rule (readiness, resource hand-over, convergence) lives
  * here once. The loop was pure Python before: this is the hot path of
- * pipeline selection (about 1.8 us per processed event there), see
+ * pipeline selection (about 1.6 us per processed event there), see
  * docs/benchmarks.md, "Queue engine in C".
  *
  * Storage O(V + E + B): the heap holds at most one key per event (each event

@@ -44,7 +44,7 @@ waiting for tokens that never come) stops the run first, the result is
 generations, storage ``O(V + E + B)`` for ``B`` pending tokens.
 
 The event loop is C (`raptor_cp.periodic._queue_core`, built by ``pip install``):
-in Python it took about 1.8 µs per processed event and was most of a pipeline
+in Python it took about 1.6 µs per processed event and was most of a pipeline
 selection's time (docs/benchmarks.md, "Queue engine in C"). This module keeps
 the rest: preparing the graph as flat arrays, the two tie orders, and turning a
 run's outcome into a `QueueRun` with its reason.
