@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "_int64_buffer.h"
+
 typedef struct {
     int64_t time;
     int64_t rest; /* generation << tagged | tie << 1 | phase */
@@ -103,23 +105,6 @@ static int64_t tokens_pop(Tokens *t, int64_t edge) {
     t->next[node] = t->free_list;
     t->free_list = node;
     return t->time[node];
-}
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Array;
-
-static int64_t *array_of(PyObject *obj, Array *a, const char *name, int writable) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &a->view, flags) < 0) return NULL;
-    a->held = 1;
-    if (a->view.itemsize != 8 || a->view.format == NULL ||
-        (a->view.format[0] != 'q' && a->view.format[0] != 'l') || a->view.format[1] != '\0') {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous int64 array", name);
-        return NULL;
-    }
-    return (int64_t *)a->view.buf;
 }
 
 enum {

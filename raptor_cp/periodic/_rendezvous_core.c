@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_int64_buffer.h"
+
 typedef struct {
     int64_t time;
     int64_t sequence;
@@ -60,23 +62,6 @@ static Event events_pop(Events *h) {
     }
     if (n > 0) h->items[i] = last;
     return top;
-}
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Array;
-
-static int64_t *array_of(PyObject *obj, Array *a, const char *name, int writable) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &a->view, flags) < 0) return NULL;
-    a->held = 1;
-    if (a->view.itemsize != 8 || a->view.format == NULL ||
-        (a->view.format[0] != 'q' && a->view.format[0] != 'l') || a->view.format[1] != '\0') {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous int64 array", name);
-        return NULL;
-    }
-    return (int64_t *)a->view.buf;
 }
 
 enum {

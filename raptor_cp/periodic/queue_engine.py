@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from raptor_cp.periodic import _queue_core
+from raptor_cp.periodic.arrays import int64_array
 from raptor_cp.periodic.events import NO_RESOURCE, EventGraph, EventKind
 from raptor_cp.periodic.graph import PeriodicGraph
 
@@ -282,18 +283,18 @@ class _Network:
         n = g.num_nodes
         self.events = events
         by_source = np.argsort(g.u, kind="stable")
-        self.out_start = _int64(np.searchsorted(g.u[by_source], np.arange(n + 1)))
-        self.out_edge = _int64(by_source)
-        self.out_target = _int64(g.v[by_source])
-        self.out_delay = _int64(g.w[by_source])
-        self.out_distance = _int64(g.d[by_source])
+        self.out_start = int64_array(np.searchsorted(g.u[by_source], np.arange(n + 1)))
+        self.out_edge = int64_array(by_source)
+        self.out_target = int64_array(g.v[by_source])
+        self.out_delay = int64_array(g.w[by_source])
+        self.out_distance = int64_array(g.d[by_source])
         in_start, by_target = events.in_edge_index
-        self.in_start = _int64(in_start)
-        self.in_edge = _int64(by_target)
-        self.in_distance = _int64(g.d[by_target])
-        self.resource = _int64(events.resource)
-        self.service = _int64(events.service)
-        self.core = _int64(g.core)
+        self.in_start = int64_array(in_start)
+        self.in_edge = int64_array(by_target)
+        self.in_distance = int64_array(g.d[by_target])
+        self.resource = int64_array(events.resource)
+        self.service = int64_array(events.service)
+        self.core = int64_array(g.core)
         index = np.arange(n)
         own = (events.resource != NO_RESOURCE) & (events.release == index)
         released = events.release != index
@@ -301,14 +302,10 @@ class _Network:
         parts = np.concatenate([np.zeros(int(own.sum())), np.ones(int(released.sum()))])
         sources = np.concatenate([index[own], index[released]])
         order = np.lexsort((sources, parts, holders))
-        self.free_resource = _int64(
+        self.free_resource = int64_array(
             np.concatenate([events.resource[own], events.resource[released]])[order]
         )
-        self.free_start = _int64(np.searchsorted(holders[order], np.arange(n + 1)))
-
-
-def _int64(values: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(values, dtype=np.int64)
+        self.free_start = int64_array(np.searchsorted(holders[order], np.arange(n + 1)))
 
 
 class _Simulation:

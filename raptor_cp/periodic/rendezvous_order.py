@@ -65,6 +65,7 @@ import numpy as np
 from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.periodic import _rendezvous_core
+from raptor_cp.periodic.arrays import int64_array
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import MatrixWork, SchedulingTarget, StepTiming
 
@@ -259,19 +260,19 @@ class _Simulation:
                 self.units.extend((t, part, ns) for part, ns in parts.items())
                 last.extend([False] * (len(parts) - 1) + [True])
             unit_start.append(len(self.units))
-        self.unit_start = _int64(unit_start)
-        self.unit_task = _int64([u[0] for u in self.units])
-        self.unit_ns = _int64([u[2] for u in self.units])
-        self.unit_last = _int64(last)
-        self.edge = _int64(transfers)
+        self.unit_start = int64_array(unit_start)
+        self.unit_task = int64_array([u[0] for u in self.units])
+        self.unit_ns = int64_array([u[2] for u in self.units])
+        self.unit_last = int64_array(last)
+        self.edge = int64_array(transfers)
         src, dst = graph.edge_src[self.edge], graph.edge_dst[self.edge]
         core = schedule.core
         self.src_core, self.dst_core, self.dst_task = (
-            _int64(core[src]),
-            _int64(core[dst]),
-            _int64(dst),
+            int64_array(core[src]),
+            int64_array(core[dst]),
+            int64_array(dst),
         )
-        self.nbytes = _int64(graph.edge_bytes[self.edge])
+        self.nbytes = int64_array(graph.edge_bytes[self.edge])
         send_ns, recv_ns = [], []
         for a, b, size in zip(
             self.src_core.tolist(), self.dst_core.tolist(), self.nbytes.tolist(), strict=True
@@ -279,18 +280,18 @@ class _Simulation:
             send = timing.control_ns(a, b) + timing.control_ns(b, a) + timing.local_read_ns(size)
             send_ns.append(send)
             recv_ns.append(send + timing.data_ns(a, b, size) + timing.local_write_ns(size))
-        self.send_ns, self.recv_ns = _int64(send_ns), _int64(recv_ns)
-        self.key = _int64(np.asarray(start_ns)[dst])
+        self.send_ns, self.recv_ns = int64_array(send_ns), int64_array(recv_ns)
+        self.key = int64_array(np.asarray(start_ns)[dst])
         n = graph.num_tasks
-        self.missing = _int64(np.bincount(dst, minlength=n))
+        self.missing = int64_array(np.bincount(dst, minlength=n))
         by_source = np.argsort(src, kind="stable")
-        self.out_transfer = _int64(by_source)
-        self.out_start = _int64(np.searchsorted(src[by_source], np.arange(n + 1)))
+        self.out_transfer = int64_array(by_source)
+        self.out_start = int64_array(np.searchsorted(src[by_source], np.arange(n + 1)))
         touching = np.bincount(self.src_core, minlength=cores) + np.bincount(
             self.dst_core, minlength=cores
         )
         size = np.diff(self.unit_start) + touching
-        self.entry_start = _int64(np.concatenate([[0], np.cumsum(size)]))
+        self.entry_start = int64_array(np.concatenate([[0], np.cumsum(size)]))
 
     def run(self) -> SimulatedPrograms:
         total = int(self.entry_start[-1])
@@ -328,7 +329,3 @@ class _Simulation:
             self.units, self.edge, self.src_core, self.dst_core, self.entry_start[:-1], count,
             kind, time, ref,
         )  # fmt: skip
-
-
-def _int64(values: object) -> np.ndarray:
-    return np.ascontiguousarray(values, dtype=np.int64)
