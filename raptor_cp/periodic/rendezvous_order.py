@@ -171,9 +171,13 @@ class SimulatedPrograms:
     edges: np.ndarray
     """The rendezvous edges, as given."""
     src_core: np.ndarray
+    """Per rendezvous edge, its sender's core."""
     dst_core: np.ndarray
+    """Per rendezvous edge, its receiver's core."""
     first: np.ndarray
+    """Per core, the row of its first entry."""
     count: np.ndarray
+    """Per core, its number of entries (its units and its ends of transfers)."""
     action: np.ndarray
     start_ns: np.ndarray
     ref: np.ndarray
