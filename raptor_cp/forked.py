@@ -29,7 +29,7 @@ import pickle
 import select
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from raptor_cp.progress import reporting
@@ -46,20 +46,8 @@ def usable_cpus() -> int:
 
 
 def can_fork() -> bool:
-    """True where `forked_map` forks: Linux (see the module docstring)."""
+    """True where `ForkedBatch` forks: Linux (see the module docstring)."""
     return sys.platform.startswith("linux") and hasattr(os, "fork")
-
-
-def forked_map(function: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]:
-    """``[function(item) for item in items]``, up to ``jobs`` at a time (`ForkedBatch`).
-
-    An exception raised by ``function`` is raised here, for the first failing
-    item in order, after every child has ended.
-    """
-    batch: ForkedBatch[T, R] = ForkedBatch(function, jobs)
-    for item in items:
-        batch.submit(item)
-    return batch.results()
 
 
 class ForkedBatch(Generic[T, R]):

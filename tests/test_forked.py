@@ -5,12 +5,21 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
-from raptor_cp.forked import ForkedBatch, can_fork, forked_map, usable_cpus
+from raptor_cp.forked import ForkedBatch, can_fork, usable_cpus
 
 needs_fork = pytest.mark.skipif(not can_fork(), reason="forked evaluation runs on Linux only")
+
+
+def forked_map(function: Callable[[int], object], items: list[int], jobs: int) -> list[object]:
+    """Every item submitted at once, then every result, in item order."""
+    batch: ForkedBatch[int, object] = ForkedBatch(function, jobs)
+    for item in items:
+        batch.submit(item)
+    return batch.results()
 
 
 def _square_and_pid(x: int) -> tuple[int, int]:
@@ -32,7 +41,7 @@ def _started_at(x: int) -> float:
 
 @needs_fork
 def test_a_submitted_item_starts_before_results_are_asked_for() -> None:
-    # The first item runs in a child while this process sleeps; the last runs here.
+    # The first item runs in a child while this process sleeps; the second is submitted after.
     batch = ForkedBatch(_started_at, 2)
     batch.submit(0)
     submitted = time.monotonic()

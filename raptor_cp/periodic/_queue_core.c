@@ -20,48 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "_int64_buffer.h"
-
-typedef struct {
-    int64_t time;
-    int64_t rest; /* generation << tagged | tie << 1 | phase */
-} Key;
-
-static inline int key_less(Key a, Key b) {
-    return a.time < b.time || (a.time == b.time && a.rest < b.rest);
-}
-
-typedef struct {
-    Key *items;
-    Py_ssize_t size;
-} Heap;
-
-static void heap_push(Heap *h, Key k) {
-    Py_ssize_t i = h->size++;
-    while (i > 0) {
-        Py_ssize_t parent = (i - 1) / 2;
-        if (!key_less(k, h->items[parent])) break;
-        h->items[i] = h->items[parent];
-        i = parent;
-    }
-    h->items[i] = k;
-}
-
-static Key heap_pop(Heap *h) {
-    Key top = h->items[0];
-    Key last = h->items[--h->size];
-    Py_ssize_t i = 0, n = h->size;
-    for (;;) {
-        Py_ssize_t child = 2 * i + 1;
-        if (child >= n) break;
-        if (child + 1 < n && key_less(h->items[child + 1], h->items[child])) child++;
-        if (!key_less(h->items[child], last)) break;
-        h->items[i] = h->items[child];
-        i = child;
-    }
-    if (n > 0) h->items[i] = last;
-    return top;
-}
+#include "_loop_support.h"
 
 /* Pending tokens: per edge a singly linked FIFO of pool nodes; freed nodes are reused. */
 typedef struct {

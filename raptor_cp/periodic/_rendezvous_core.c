@@ -19,50 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_int64_buffer.h"
-
-typedef struct {
-    int64_t time;
-    int64_t sequence;
-    int64_t core;
-    int64_t finished; /* the task whose last unit ended, or -1 */
-} Event;
-
-static inline int event_less(const Event *a, const Event *b) {
-    return a->time < b->time || (a->time == b->time && a->sequence < b->sequence);
-}
-
-typedef struct {
-    Event *items;
-    Py_ssize_t size;
-} Events;
-
-static void events_push(Events *h, Event e) {
-    Py_ssize_t i = h->size++;
-    while (i > 0) {
-        Py_ssize_t parent = (i - 1) / 2;
-        if (!event_less(&e, &h->items[parent])) break;
-        h->items[i] = h->items[parent];
-        i = parent;
-    }
-    h->items[i] = e;
-}
-
-static Event events_pop(Events *h) {
-    Event top = h->items[0];
-    Event last = h->items[--h->size];
-    Py_ssize_t i = 0, n = h->size;
-    for (;;) {
-        Py_ssize_t child = 2 * i + 1;
-        if (child >= n) break;
-        if (child + 1 < n && event_less(&h->items[child + 1], &h->items[child])) child++;
-        if (!event_less(&h->items[child], &last)) break;
-        h->items[i] = h->items[child];
-        i = child;
-    }
-    if (n > 0) h->items[i] = last;
-    return top;
-}
+#include "_loop_support.h"
 
 enum {
     UNIT_START, UNIT_TASK, UNIT_NS, UNIT_LAST, MISSING, OUT_START, OUT_TRANSFER, SRC_CORE,
@@ -87,9 +44,10 @@ typedef struct {
     /* state */
     int64_t *missing, *entry_kind, *entry_time, *entry_ref, *entry_count;
     int64_t *next_unit, *held, *received, *pending, *pending_size;
+    int64_t *finished; /* per core: the task whose last unit its pending event ends, or -1 */
     char *busy;
-    Events events;
-    int64_t sequence, transfers_left;
+    Heap events; /* a core's one pending event: rest = sequence * cores + core */
+    int64_t cores, sequence, transfers_left;
 } Sim;
 
 /* Transfer a before b in a pending list: by the consumer's estimated start, then edge. */
@@ -124,9 +82,12 @@ static void pending_remove_at(Sim *s, int64_t core, Py_ssize_t at) {
     s->pending_size[core]--;
 }
 
+/* Core `core` is busy until `time` (a core has at most one pending event); events at one
+ * time are taken in the order they were pushed. */
 static void push(Sim *s, int64_t time, int64_t core, int64_t finished) {
-    Event e = {time, ++s->sequence, core, finished};
-    events_push(&s->events, e);
+    Key k = {time, ++s->sequence * s->cores + core};
+    s->finished[core] = finished;
+    heap_push(&s->events, k);
 }
 
 static void record(Sim *s, int64_t core, int64_t kind, int64_t time, int64_t ref) {
@@ -222,18 +183,20 @@ static PyObject *run(PyObject *self, PyObject *args) {
     s.entry_count = p[ENTRY_COUNT];
     s.budget = budget;
     s.transfers_left = transfers;
+    s.cores = cores;
     size_t slots = (size_t)(cores > 0 ? cores : 1);
     s.next_unit = calloc(slots, sizeof(int64_t));
     s.held = calloc(slots, sizeof(int64_t));
     s.pending_size = calloc(slots, sizeof(int64_t));
     s.busy = calloc(slots, 1);
+    s.finished = calloc(slots, sizeof(int64_t));
     s.received = calloc((size_t)(tasks > 0 ? tasks : 1), sizeof(int64_t));
     /* a core's pending list shares the layout of its entries: never longer than them */
     s.pending = malloc((size_t)(s.entry_start[cores] > 0 ? s.entry_start[cores] : 1) *
                        sizeof(int64_t));
-    s.events.items = malloc(2 * slots * sizeof(Event));
-    if (!s.next_unit || !s.held || !s.pending_size || !s.busy || !s.received || !s.pending ||
-        !s.events.items) {
+    s.events.items = malloc(slots * sizeof(Key));
+    if (!s.next_unit || !s.held || !s.pending_size || !s.busy || !s.finished || !s.received ||
+        !s.pending || !s.events.items) {
         PyErr_NoMemory();
         goto cleanup;
     }
@@ -242,12 +205,12 @@ static PyObject *run(PyObject *self, PyObject *args) {
         if (s.unit_start[c + 1] > s.unit_start[c]) push(&s, 0, c, -1);
     }
     while (s.events.size > 0) {
-        Event e = events_pop(&s.events);
-        int64_t c = e.core;
+        Key e = heap_pop(&s.events);
+        int64_t c = e.rest % cores, finished = s.finished[c];
         s.busy[c] = 0;
-        if (e.finished >= 0) {
-            s.held[c] -= s.received[e.finished];
-            for (int64_t i = s.out_start[e.finished]; i < s.out_start[e.finished + 1]; i++) {
+        if (finished >= 0) {
+            s.held[c] -= s.received[finished];
+            for (int64_t i = s.out_start[finished]; i < s.out_start[finished + 1]; i++) {
                 int64_t t = s.out_transfer[i];
                 pending_insert(&s, c, t);
                 pending_insert(&s, s.dst_core[t], t);
@@ -269,6 +232,7 @@ cleanup:
     free(s.held);
     free(s.pending_size);
     free(s.busy);
+    free(s.finished);
     free(s.received);
     free(s.pending);
     free(s.events.items);

@@ -318,7 +318,6 @@ class _Simulation:
         n = network.events.num_events
         self.network = network
         self.events = network.events
-        self.n = n
         self.reverse_ties = reverse_ties
         self.max_generations = max_generations
         self.budget = budget
