@@ -16,6 +16,7 @@ from raptor_cp.cli import main
 from raptor_cp.flows import compile_pipeline, prepare
 from raptor_cp.forked import can_fork
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.pipeline import beam as beam_search
 from raptor_cp.pipeline.beam import BeamPipelineSolver, SelectionStoppedError, _Search
 from raptor_cp.pipeline.selection import Candidate, PipelineSelection, near_equivalence
 from raptor_cp.problems import PipelineProblem, Stage, check
@@ -153,6 +154,55 @@ def test_side_by_side_evaluation_selects_the_same_schedule(lenet_beam: tuple) ->
     ]
     assert [a.outcome for a in forked.attempts] == [a.outcome for a in selection.attempts]
     assert forked.rounds == selection.rounds and forked.decision == selection.decision
+
+
+@pytest.mark.skipif(not can_fork(), reason="forked builds run on Linux only")
+@pytest.mark.parametrize("duplicates", [False, True])
+def test_builds_made_ahead_in_a_child_change_no_result(
+    lenet_beam: tuple, monkeypatch: pytest.MonkeyPatch, duplicates: bool
+) -> None:
+    problem, selection = lenet_beam
+    if duplicates:
+        # A third of the placements pass for the initialized one's: `_advance` then
+        # tries the parent's next proposal, and the build made ahead for the next
+        # slot may no longer be that slot's pick.
+        digest = beam_search.placement_digest
+        root: list[str] = []
+
+        def colliding(plan: Any) -> str:
+            real = digest(plan)
+            root.append(real) if not root else None
+            return root[0] if int(real, 16) % 3 == 0 else real
+
+        monkeypatch.setattr(beam_search, "placement_digest", colliding)
+        selection = solve(problem).selection
+        assert any(a.outcome.startswith("duplicate") for a in selection.attempts)
+    taken: list[bool] = []
+    build = _Search.build
+
+    def counting(self: _Search, stages: Any) -> Any:
+        canonical = tuple((s.first, s.stop, s.cores) for s in stages)
+        taken.append(self.speculation is not None and self.speculation[0] == canonical)
+        return build(self, stages)
+
+    monkeypatch.setattr(_Search, "build", counting)
+    ahead = BeamPipelineSolver(jobs=2).solve(problem).selection
+    assert ahead is not None
+    assert sum(taken) >= len(ahead.rounds) // 2  # most rounds built their second pick ahead
+    monkeypatch.setattr(_Search, "speculate", lambda self, current, following: None)
+    taken.clear()
+    here = BeamPipelineSolver(jobs=2).solve(problem).selection
+    assert here is not None and not any(taken)
+    for run in (ahead, here):
+        assert [c.canonical for c in run.candidates] == [
+            c.canonical for c in selection.candidates
+        ]
+        assert [c.estimate_ns for c in run.candidates] == [
+            c.estimate_ns for c in selection.candidates
+        ]
+        assert [a.outcome for a in run.attempts] == [a.outcome for a in selection.attempts]
+        assert run.rounds == selection.rounds and run.decision == selection.decision
+        assert run.work == selection.work
 
 
 def test_a_one_evaluation_budget_leaves_no_room_for_the_latency_root(lenet_beam: tuple) -> None:

@@ -74,7 +74,7 @@ from raptor_cp.heuristics.prefix_dp import SPARE_UNITS
 from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, UnitCuts
 from raptor_cp.pipeline.initial import InitialPipeline, add_spare_cores, initial_pipeline
 from raptor_cp.pipeline.latency_candidate import latency_stage_plan
-from raptor_cp.pipeline.layout import StagePlacer
+from raptor_cp.pipeline.layout import PlacementKey, StagePlacement, StagePlacer
 from raptor_cp.pipeline.neighbourhood import Proposal, neighbours
 from raptor_cp.pipeline.plan import PipelinePlan, assemble_pipeline
 from raptor_cp.pipeline.proxy import ProxyScore, SelectionProxy
@@ -160,8 +160,9 @@ class BeamPipelineSolver:
             )
             try:
                 selection = search.run(self.name, latency)
-            finally:
-                search.evaluations.close()  # a search that failed mid-round leaves no child
+            finally:  # a search that failed mid-round leaves no child
+                search.evaluations.close()
+                search.drop_speculation()
         finally:
             latency.close()
         chosen = selection.selected
@@ -240,6 +241,21 @@ def missing_property(cost: RealizedScheduleCost) -> str:
     return "timing"
 
 
+Canonical = tuple[tuple[int, int, int], ...]
+"""A stage/budget vector (`Proposal.canonical`)."""
+
+
+@dataclass(frozen=True)
+class _Prebuilt:
+    """A candidate built ahead in a forked child (`_Search.speculate`): the build's
+    outcome and the memo entries the child made, which the parent adopts."""
+
+    outcome: tuple[PipelinePlan, tuple[dict[str, object], ...]] | RaptorError
+    packed: tuple[tuple[tuple[int, int, int], tuple[tuple[int, ...], dict[str, object]]], ...]
+    placed: tuple[tuple[PlacementKey, StagePlacement], ...]
+    seconds: float
+
+
 @dataclass
 class _Budget:
     queue_used: int = 0
@@ -287,7 +303,11 @@ class _Search:
         self.candidates: list[Candidate] = []
         self.attempts: list[Attempt] = []
         self.rounds: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
-        self.visited: set[tuple[tuple[int, int, int], ...]] = set()
+        self.visited: set[Canonical] = set()
+        self.shortlists: dict[int, tuple[int, list[tuple[Proposal, ProxyScore]]]] = {}
+        """Per parent: its latest shortlist and the size of `visited` it was made for."""
+        self.speculation: tuple[Canonical, ForkedBatch[Sequence[Stage], _Prebuilt]] | None = None
+        """The round's next candidate, built ahead in a child (`speculate`)."""
         self.placements: dict[str, int] = {}
         self.packed: dict[tuple[int, int, int], tuple[tuple[int, ...], dict[str, object]]] = {}
         self.placer = StagePlacer(self.graph, self.target)
@@ -336,7 +356,11 @@ class _Search:
         return found
 
     def shortlist(self, parent: Candidate) -> list[tuple[Proposal, ProxyScore]]:
-        """The parent's unvisited legal proposals, best `2 C` by the proxy."""
+        """The parent's unvisited legal proposals, best `2 C` by the proxy (memoised until
+        `visited` grows)."""
+        found = self.shortlists.get(parent.index)
+        if found is not None and found[0] == len(self.visited):
+            return found[1]
         began = time.perf_counter()
         stages = parent.stages
         self.costs.prefetch(self._new_ranges(stages))
@@ -362,7 +386,9 @@ class _Search:
                 heapq.heapreplace(heap, entry)
         ranked = sorted(heap, key=lambda e: (e[0].key, -e[1]))
         self.budget.times["neighbourhood_scoring"] += time.perf_counter() - began
-        return [(proposal, score) for _, _, proposal, score in ranked]
+        shortlist = [(proposal, score) for _, _, proposal, score in ranked]
+        self.shortlists[parent.index] = (len(self.visited), shortlist)
+        return shortlist
 
     def _new_ranges(self, stages: Sequence[Stage]) -> list[tuple[int, int]]:
         """Every range a move of ``stages`` can create, for one batched pricing."""
@@ -389,25 +415,98 @@ class _Search:
     # -- building and evaluating -------------------------------------------------
 
     def build(self, stages: Sequence[Stage]) -> tuple[PipelinePlan, tuple[dict[str, object], ...]]:
-        """Constructive packing of every stage and physical placement (both memoised per
-        stage: a stage a move leaves unchanged on the same cores is neither packed nor
-        placed again)."""
-        began = time.perf_counter()
-        try:
-            assignments, evidence = [], []
-            for stage in stages:
-                key = (stage.first, stage.stop, stage.cores)
-                if key not in self.packed:
-                    self.packed[key] = self.costs.assignment(stage.first, stage.stop, stage.cores)
-                core, details = self.packed[key]
-                assignments.append(core)
-                evidence.append(details)
-            plan = assemble_pipeline(
-                self.graph, self.target, self.groups, stages, assignments, self.placer
-            )
-        finally:
-            self.budget.times["constructive_packing"] += time.perf_counter() - began
+        """Constructive packing of every stage and physical placement: the speculation's
+        outcome when it built these stages, else `construct` here."""
+        canonical = tuple((s.first, s.stop, s.cores) for s in stages)
+        if self.speculation is None or self.speculation[0] != canonical:
+            began = time.perf_counter()
+            try:
+                return self.construct(stages)
+            finally:
+                self.budget.times["constructive_packing"] += time.perf_counter() - began
+        batch = self.speculation[1]
+        self.speculation = None
+        (prebuilt,) = batch.results()
+        for key, packing in prebuilt.packed:
+            self.packed.setdefault(key, packing)
+        self.placer.adopt(prebuilt.placed)
+        self.budget.times["constructive_packing"] += prebuilt.seconds
+        if isinstance(prebuilt.outcome, RaptorError):
+            raise prebuilt.outcome
+        return prebuilt.outcome
+
+    def construct(
+        self, stages: Sequence[Stage]
+    ) -> tuple[PipelinePlan, tuple[dict[str, object], ...]]:
+        """Pack and place ``stages`` (both memoised per stage: a stage a move leaves
+        unchanged on the same cores is neither packed nor placed again)."""
+        assignments, evidence = [], []
+        for stage in stages:
+            key = (stage.first, stage.stop, stage.cores)
+            if key not in self.packed:
+                self.packed[key] = self.costs.assignment(stage.first, stage.stop, stage.cores)
+            core, details = self.packed[key]
+            assignments.append(core)
+            evidence.append(details)
+        plan = assemble_pipeline(
+            self.graph, self.target, self.groups, stages, assignments, self.placer
+        )
         return plan, tuple(evidence)
+
+    def speculate(self, current: Canonical, following: int | None) -> None:
+        """Start building the round's next pick in a child while this process builds
+        ``current``: the best unvisited proposal of ``following`` (the next slot's
+        parent), which `_advance` will take if ``current`` is admitted (otherwise it
+        speculates again).
+
+        A build is deterministic and `build` adopts a speculation's outcome only
+        for the very stages it was made for, so speculation changes no result, only
+        when a build happens. Nothing starts while ``current`` itself is being built
+        ahead, or when the budget leaves no room for the next slot.
+        """
+        if self.speculation is not None and self.speculation[0] == current:
+            return
+        pick = None
+        if following is not None and self._room_after_this_slot():
+            shortlist = self.shortlist(self.candidates[following])
+            pick = shortlist[0][0] if shortlist else None
+        running = None if self.speculation is None else self.speculation[0]
+        if pick is not None and running == pick.canonical:
+            return
+        self.drop_speculation()
+        if pick is not None:
+            batch: ForkedBatch[Sequence[Stage], _Prebuilt] = ForkedBatch(self._prebuild, self.jobs)
+            batch.submit(pick.stages)
+            self.speculation = (pick.canonical, batch)
+
+    def drop_speculation(self) -> None:
+        """Stop the speculative build, if any (its stages were not taken)."""
+        if self.speculation is not None:
+            self.speculation[1].close()
+            self.speculation = None
+
+    def _room_after_this_slot(self) -> bool:
+        return (
+            self.budget.queue_used + len(self.pending) + 1 < self.queue_limit
+            and self.budget.packings_used < self.packing_limit
+        )
+
+    def _prebuild(self, stages: Sequence[Stage]) -> _Prebuilt:
+        """`construct` ``stages`` (in a forked child) and hand back what it memoised."""
+        began = time.perf_counter()
+        mark = self.placer.memo_size()
+        outcome: tuple[PipelinePlan, tuple[dict[str, object], ...]] | RaptorError
+        try:
+            outcome = self.construct(stages)
+        except (NotFoundWithinBudgetError, ScheduleViolationError) as error:
+            outcome = error
+        keys = [(s.first, s.stop, s.cores) for s in stages]
+        return _Prebuilt(
+            outcome,
+            tuple((key, self.packed[key]) for key in keys if key in self.packed),
+            tuple(self.placer.memo_after(mark)),
+            time.perf_counter() - began,
+        )
 
     def cost_of(self, index: int) -> RealizedScheduleCost:
         """Realize candidate ``index`` and query the target (pure: runs in a forked child
@@ -514,14 +613,20 @@ class _Search:
             round_number += 1
             quota = BEAM_WIDTH if len(beam) == 1 else 1
             evaluated: list[int] = []
-            for parent in beam:
-                for _ in range(quota):
-                    if self._budget_spent():
-                        break
-                    found = self._advance(parent, round_number)
-                    if found is None:
-                        break
-                    evaluated.append(found)
+            slots = [parent for parent in beam for _ in range(quota)]
+            exhausted: set[int] = set()
+            for slot, parent in enumerate(slots):
+                if self._budget_spent():
+                    break
+                if parent in exhausted:
+                    continue
+                following = next(iter(slots[slot + 1 :]), None)
+                found = self._advance(parent, round_number, following)
+                if found is None:
+                    exhausted.add(parent)
+                    continue
+                evaluated.append(found)
+            self.drop_speculation()
             self.evaluate_pending()
             self.rounds.append((round_number, tuple(beam), tuple(evaluated)))
             if self.budget.queue_used >= self.queue_limit:
@@ -616,14 +721,19 @@ class _Search:
             or self.budget.packings_used >= self.packing_limit
         )
 
-    def _advance(self, parent_index: int, round_number: int) -> int | None:
-        """Build and evaluate the parent's best admissible neighbour; None when there is none."""
+    def _advance(self, parent_index: int, round_number: int, following: int | None) -> int | None:
+        """Build and evaluate the parent's best admissible neighbour; None when there is none.
+
+        ``following`` is the parent of the round's next slot: its pick is built
+        ahead in a child (`speculate`) while this one is built here.
+        """
         parent = self.candidates[parent_index]
         for proposal, score in self.shortlist(parent):
             if self._budget_spent():
                 return None
             self.visited.add(proposal.canonical)
             self.budget.packings_used += 1
+            self.speculate(proposal.canonical, following)
             attempt = (round_number, parent_index, proposal.move, proposal.canonical)
             try:
                 plan, packing = self.build(proposal.stages)

@@ -74,6 +74,9 @@ from raptor_cp.targets.base import SchedulingTarget
 TIE_PERCENT = 1
 """Demands within this many percent of the best are tied; stage span decides (seeds)."""
 
+PlacementKey = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+"""What a placement depends on: the stage's tasks, their packing and the region's cores."""
+
 
 def snake_order(target: SchedulingTarget) -> tuple[int, ...]:
     """Every core of ``target`` along the boustrophedon path over its coordinates."""
@@ -252,7 +255,7 @@ class StagePlacer:
         self.nbytes = graph.edge_bytes.tolist()
         self.direct = graph.edge_direct.tolist()
         self._prices: dict[tuple[int, int, int, bool], int] = {}
-        self._placed: dict[tuple[tuple[int, ...], ...], StagePlacement] = {}
+        self._placed: dict[PlacementKey, StagePlacement] = {}
 
     def transfer(self, a: int, b: int, edge: int) -> int:
         """``target.transfer_ns`` of ``edge`` from core ``a`` to ``b``, memoised (0 on one core)."""
@@ -450,6 +453,20 @@ class StagePlacer:
         if found is None:
             found = self._placed[key] = self._place(tasks, assignment, region)
         return found
+
+    def memo_size(self) -> int:
+        """How many placements are memoised (a mark for `memo_after`)."""
+        return len(self._placed)
+
+    def memo_after(self, mark: int) -> list[tuple[PlacementKey, StagePlacement]]:
+        """The placements memoised since `memo_size` returned ``mark``, for `adopt`: a
+        placer in a forked child hands back what it placed."""
+        return list(itertools.islice(self._placed.items(), mark, None))
+
+    def adopt(self, entries: Sequence[tuple[PlacementKey, StagePlacement]]) -> None:
+        """Memoise placements another placer of the same graph and target made."""
+        for key, placement in entries:
+            self._placed.setdefault(key, placement)
 
     def _place(
         self, tasks: Sequence[int], assignment: Sequence[int], region: Sequence[int]
