@@ -194,9 +194,7 @@ def test_builds_made_ahead_in_a_child_change_no_result(
     here = BeamPipelineSolver(jobs=2).solve(problem).selection
     assert here is not None and not any(taken)
     for run in (ahead, here):
-        assert [c.canonical for c in run.candidates] == [
-            c.canonical for c in selection.candidates
-        ]
+        assert [c.canonical for c in run.candidates] == [c.canonical for c in selection.candidates]
         assert [c.estimate_ns for c in run.candidates] == [
             c.estimate_ns for c in selection.candidates
         ]
