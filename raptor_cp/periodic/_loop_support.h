@@ -1,6 +1,6 @@
-/* What both compiled event loops share: their input convention (flat, C-contiguous
- * int64 arrays, made by raptor_cp/periodic/arrays.py and read through the buffer
- * protocol) and their binary heap of (time, rest) keys. */
+/* What the compiled loops share: their input convention (flat, C-contiguous int64
+ * arrays, made by raptor_cp/periodic/arrays.py and read through the buffer protocol)
+ * and their binary heap of (time, rest) keys. */
 #ifndef RAPTOR_LOOP_SUPPORT_H
 #define RAPTOR_LOOP_SUPPORT_H
 

@@ -1,7 +1,8 @@
-"""What the compiled event loops read: flat, C-contiguous int64 arrays.
+"""What the compiled loops read: flat, C-contiguous int64 arrays.
 
-`raptor_cp.periodic._queue_core` and `raptor_cp.periodic._rendezvous_core`
-take their inputs through the buffer protocol and reject anything else.
+`raptor_cp.periodic._queue_core`, `raptor_cp.periodic._rendezvous_core` and
+`raptor_cp.periodic._ranked_order` take their inputs through the buffer
+protocol and reject anything else.
 """
 
 from __future__ import annotations

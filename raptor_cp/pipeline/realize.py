@@ -83,7 +83,6 @@ core in the simulation; the programs have ``O(T + E)`` steps for ``T`` tasks
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -92,6 +91,8 @@ import numpy as np
 
 from raptor_cp.errors import ScheduleViolationError, TimingUnavailableError
 from raptor_cp.graph import SCALAR_PROJECTION, ComputeGraph
+from raptor_cp.periodic import _ranked_order
+from raptor_cp.periodic.arrays import int64_array
 from raptor_cp.periodic.events import EventGraph, build_events
 from raptor_cp.periodic.rendezvous_order import (
     QUANTUM_NS,
@@ -259,67 +260,69 @@ def program_ranks(
     producer and its consumer. Kahn's algorithm takes the ready node of the
     earliest stage, then the earliest start of ``order``; ties: transfers
     before units, then task id and part. Raises `ScheduleViolationError` when
-    the core orders contradict the dependencies. ``O((U + E) log (U + E))``
-    for ``U`` units.
+    the core orders contradict the dependencies. The nodes, edges and keys are
+    numpy arrays, the keys ranked into one priority by a lexicographic sort;
+    the loop is compiled (`raptor_cp.periodic._ranked_order`).
+    ``O((U + E) log (U + E))`` for ``U`` units.
     """
     n = graph.num_tasks
-    stage = task_stage.tolist()
-    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-    first, last = [-1] * n, [-1] * n
-    key: list[tuple[int, int, int, int, int]] = []
-    successors: list[list[int]] = []
-    indegree: list[int] = []
-    for units, starts in zip(order.units, order.unit_start, strict=True):
-        for k, ((t, part, _), at) in enumerate(zip(units, starts, strict=True)):
-            node = len(key)
-            if first[t] < 0:
-                first[t] = node
-            last[t] = node
-            key.append((stage[t], int(at), 1, t, part[0]))
-            successors.append([])
-            indegree.append(0)
-            if k:
-                successors[node - 1].append(node)
-                indegree[node] += 1
-    count = len(key)
-    missing = [t for t in range(n) if first[t] < 0]
-    if missing:
+    counts = [len(units) for units in order.units]
+    count = sum(counts)
+    task = np.fromiter((u[0] for units in order.units for u in units), np.int64, count)
+    part = np.fromiter((u[1][0] for units in order.units for u in units), np.int64, count)
+    at = np.fromiter((a for starts in order.unit_start for a in starts), np.int64, count)
+    first, last = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    seen, position = np.unique(task, return_index=True)
+    first[seen] = position
+    seen, position = np.unique(task[::-1], return_index=True)
+    last[seen] = count - 1 - position
+    missing = np.flatnonzero(first < 0)
+    if missing.size:
         raise ScheduleViolationError(f"{graph.name}: task {missing[0]} is in no core's order")
-    via = set(transfers)
-    for e, (u, v) in enumerate(zip(src, dst, strict=True)):
-        if e not in via:
-            successors[last[u]].append(first[v])
-            indegree[first[v]] += 1
-    for i, e in enumerate(transfers):
-        node = count + i
-        key.append((stage[src[e]], int(order.transfer_time[e]), 0, n + i, 0))
-        successors.append([first[dst[e]]])
-        indegree.append(1)
-        successors[last[src[e]]].append(node)
-        indegree[first[dst[e]]] += 1
-    heap = [(*key[x], x) for x in range(len(key)) if indegree[x] == 0]
-    heapq.heapify(heap)
-    rank = [-1] * len(key)
-    position = 0
-    while heap:
-        node = heapq.heappop(heap)[-1]
-        rank[node] = position
-        position += 1
-        for v in successors[node]:
-            indegree[v] -= 1
-            if indegree[v] == 0:
-                heapq.heappush(heap, (*key[v], v))
-    if position != len(key):
-        stuck = min(key[x][3] for x in range(count) if rank[x] < 0)
+    via = np.asarray(transfers, dtype=np.int64)
+    plain = np.ones(graph.num_edges, dtype=bool)
+    plain[via] = False
+    src, dst = graph.edge_src, graph.edge_dst
+    unit_core = np.repeat(np.arange(len(counts)), counts)
+    chain = np.flatnonzero(unit_core[1:] == unit_core[:-1])
+    hop = count + np.arange(via.size)
+    tails = np.concatenate([chain, last[src[plain]], last[src[via]], hop])
+    heads = np.concatenate([chain + 1, first[dst[plain]], hop, first[dst[via]]])
+    successor = heads[np.argsort(tails, kind="stable")]
+    successor_start = np.concatenate(
+        [[0], np.cumsum(np.bincount(tails, minlength=count + via.size))]
+    )
+    stage = np.asarray(task_stage, dtype=np.int64)
+    at_key = np.concatenate(
+        [at, np.fromiter((order.transfer_time[e] for e in transfers), np.int64, via.size)]
+    )
+    node = np.arange(count + via.size)
+    priority = np.empty_like(node)
+    priority[
+        np.lexsort(
+            (
+                node,
+                np.concatenate([part, np.zeros(via.size, dtype=np.int64)]),
+                np.concatenate([task, n + np.arange(via.size)]),
+                np.concatenate([np.ones(count, np.int64), np.zeros(via.size, np.int64)]),
+                at_key,
+                np.concatenate([stage[task], stage[src[via]]]),
+            )
+        )
+    ] = node
+    rank = np.empty_like(node)
+    ranked = _ranked_order.run(priority, int64_array(successor_start), int64_array(successor), rank)
+    if ranked != node.size:
+        stuck = int(task[rank[:count] < 0].min())
         raise ScheduleViolationError(
             f"{graph.name}: the per-core orders contradict the dependencies (task {stuck} "
             "follows a cycle of dependencies and core orders)"
         )
     return ProgramRanks(
-        rank[:count],
-        [rank[x] for x in first],
-        [rank[x] for x in last],
-        {e: rank[count + i] for i, e in enumerate(transfers)},
+        rank[:count].tolist(),
+        rank[first].tolist(),
+        rank[last].tolist(),
+        dict(zip(via.tolist(), rank[count:].tolist(), strict=True)),
     )
 
 
