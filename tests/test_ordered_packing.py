@@ -157,3 +157,56 @@ def test_empty_stage_costs_nothing() -> None:
     problem = PackingProblem((), (), (), 1, 0)
     packing = ordered_packing(problem)
     assert packing is not None and (packing.cost, packing.assignment()) == (0, ())
+
+
+def _plain_probe(
+    prefix: list[int], reach: list[int], start: int, stop: int, bound: int, limit: int
+) -> tuple[bool, int, int]:
+    """`RangePacker._probe` for one range, restated from its docstring."""
+    never = np.iinfo(np.int64).max
+    if start >= stop:
+        return True, 0, never
+    largest, grow, runs, pos = 0, never, 0, start
+    while True:
+        base = prefix[pos]
+        by_bound = max(j for j in range(len(prefix)) if prefix[j] <= base + bound)
+        end = min(by_bound, reach[pos], stop)
+        if by_bound < min(reach[pos], stop):  # the bound cut this run short
+            grow = min(grow, prefix[min(end + 1, len(prefix) - 1)] - base)
+        largest = max(largest, prefix[end] - base)
+        runs += 1
+        if end <= pos:  # stuck: the next task exceeds the bound or fits no core
+            return False, largest, grow
+        if end >= stop:
+            return runs <= limit, largest, grow
+        if runs >= limit:
+            return False, largest, grow
+        pos = end
+
+
+def test_the_compiled_probe_runs_the_greedy_as_documented() -> None:
+    rng = random.Random(20261202)
+    for _ in range(60):
+        problem = random_problem(rng, with_edges=False)
+        n = problem.num_tasks
+        reach = capacity_reach(problem.task_weights, problem.weight_size, problem.capacity)
+        packer = RangePacker(np.array(problem.loads, dtype=np.int64), reach)
+        queries = [
+            (a, b, rng.randint(0, 20), rng.randint(0, n + 1))
+            for a in range(n + 1)
+            for b in range(a, n + 1)
+        ]
+        starts, stops, bounds, limits = (np.array(c, dtype=np.int64) for c in zip(*queries))
+        ok, largest, grow = packer._probe(starts, stops, bounds, limits)
+        prefix, reached = packer.prefix.tolist(), packer.reach.tolist()
+        for i, query in enumerate(queries):
+            expected = _plain_probe(prefix, reached, *query)
+            assert (bool(ok[i]), int(largest[i]), int(grow[i])) == expected
+
+
+def test_the_compiled_probe_refuses_a_negative_bound_or_a_range_outside() -> None:
+    packer = RangePacker(np.array([1, 2, 3], dtype=np.int64), np.array([3, 3, 3]))
+    one = np.array([0], dtype=np.int64)
+    for stop, bound in ((3, -1), (4, 5)):
+        with pytest.raises(ValueError, match="outside the sequence or a bound is negative"):
+            packer._probe(one, np.array([stop]), np.array([bound]), np.array([3]))

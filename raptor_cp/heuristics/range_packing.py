@@ -28,17 +28,17 @@ for many ``(start, stop, cores)`` queries at once with numpy, after one
   successful probe lowers the upper end to its largest run (a feasible
   bottleneck); a failed one raises the lower end to the least bound at which one
   of its bound-cut runs would grow (below it the greedy repeats itself), the
-  classic jumps of exact parametric search. Every round runs all open probes in
-  lockstep, one numpy step per run, dropping finished queries.
+  classic jumps of exact parametric search. Every round probes all open
+  queries in one call of a compiled loop (`_range_probe.c`); the search
+  itself is numpy over the queries.
 
 Unavailable (`UNAVAILABLE`): ``k`` is below the fewest runs the capacity allows
 (``min_runs``). Each finite cost is constructive: `runs` replays the greedy at
 that bound and returns the run starts.
 
 Time: ``O(T + R)`` Python preprocessing, then per batch of ``M`` queries with at
-most ``K`` cores ``O(log L)`` rounds of at most ``K + 1`` vectorised steps over
-``M`` lanes (``O(M K log L log T)`` element work for a load range ``L``);
-storage ``O(T + M)``.
+most ``K`` cores ``O(log L)`` rounds of probes of at most ``K`` runs each
+(``O(M K log L log T)`` for a load range ``L``); storage ``O(T + M)``.
 
 References
 ----------
@@ -51,6 +51,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
+from raptor_cp.heuristics import _range_probe
+from raptor_cp.periodic.arrays import int64_array
 
 UNAVAILABLE = np.iinfo(np.int64).max
 """The one sentinel of an unavailable cost in integer arrays (a query whose core count
@@ -94,7 +97,7 @@ class RangePacker:
 
     def __init__(self, loads: np.ndarray, reach: np.ndarray) -> None:
         self.loads = np.asarray(loads, dtype=np.int64)
-        self.reach = np.asarray(reach, dtype=np.int64)
+        self.reach = int64_array(reach)
         n = self.loads.shape[0]
         self.prefix = np.concatenate([[0], np.cumsum(self.loads)])
         self.table = [self.loads.copy()]
@@ -123,45 +126,26 @@ class RangePacker:
         Returns ``(ok, largest, next_bound)``: whether the range was covered, the
         largest run load (a feasible bottleneck when ok), and the least bound at
         which some run cut by ``bound`` would take one more task (below it the
-        greedy repeats the same runs, so a failed probe fails there too).
-
-        Every live range has taken the same number of runs, so the state is kept
-        compact (only live ranges) and written back when a range finishes.
+        greedy repeats the same runs, so a failed probe fails there too). The
+        loop is compiled (`raptor_cp.heuristics._range_probe`), one query after
+        the other.
         """
         m = starts.shape[0]
-        never = np.iinfo(np.int64).max
-        last = self.prefix.shape[0] - 1
-        ok = starts >= stops
-        largest = np.zeros(m, dtype=np.int64)
-        next_bound = np.full(m, never, dtype=np.int64)
-        idx = np.flatnonzero(~ok)
-        pos, stop, cap, lim = starts[idx], stops[idx], bound[idx], limit[idx]
-        big = np.zeros(idx.shape[0], dtype=np.int64)
-        grow = np.full(idx.shape[0], never, dtype=np.int64)
-        runs = 0
-        while idx.size:
-            base = self.prefix[pos]
-            by_bound = np.searchsorted(self.prefix, base + cap, side="right") - 1
-            reach = np.minimum(self.reach[pos], stop)
-            end = np.minimum(by_bound, reach)
-            cut = by_bound < reach
-            grow = np.minimum(
-                grow, np.where(cut, self.prefix[np.minimum(end + 1, last)] - base, never)
-            )
-            big = np.maximum(big, self.prefix[end] - base)
-            runs += 1
-            stuck = end <= pos
-            done = (end >= stop) & ~stuck
-            keep = ~done & ~stuck & (runs < lim)
-            if not keep.all():
-                finished = ~keep
-                ok[idx[done & (runs <= lim)]] = True
-                largest[idx[finished]] = big[finished]
-                next_bound[idx[finished]] = grow[finished]
-                idx, end, stop, cap, lim = idx[keep], end[keep], stop[keep], cap[keep], lim[keep]
-                big, grow = big[keep], grow[keep]
-            pos = end
-        return ok, largest, next_bound
+        ok = np.empty(m, dtype=np.int64)
+        largest = np.empty(m, dtype=np.int64)
+        next_bound = np.empty(m, dtype=np.int64)
+        _range_probe.probe(
+            int64_array(starts),
+            int64_array(stops),
+            int64_array(bound),
+            int64_array(limit),
+            self.prefix,
+            self.reach,
+            ok,
+            largest,
+            next_bound,
+        )
+        return ok.astype(bool), largest, next_bound
 
     def min_runs(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
         """Fewest runs the capacity allows for each range (huge where a task fits no core)."""
