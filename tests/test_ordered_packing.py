@@ -196,7 +196,8 @@ def test_the_compiled_probe_runs_the_greedy_as_documented() -> None:
             for a in range(n + 1)
             for b in range(a, n + 1)
         ]
-        starts, stops, bounds, limits = (np.array(c, dtype=np.int64) for c in zip(*queries))
+        columns = zip(*queries, strict=True)
+        starts, stops, bounds, limits = (np.array(c, dtype=np.int64) for c in columns)
         ok, largest, grow = packer._probe(starts, stops, bounds, limits)
         prefix, reached = packer.prefix.tolist(), packer.reach.tolist()
         for i, query in enumerate(queries):
