@@ -1,14 +1,15 @@
 """Evaluate independent items side by side in forked child processes.
 
-Pipeline selection spends most of its time evaluating candidates (realization,
-event extraction, two queue runs and the recurrence witness: about 3 s each
-for ResNet-50), and the candidates of one beam round are independent of each
-other's results. `ForkedBatch` evaluates such a batch on up to ``jobs`` CPUs:
-an item starts in a forked child as soon as it is submitted (while the parent
-goes on building the next one), and the parent computes the last item itself.
-A child shares the parent's memory copy-on-write, so
-nothing is pickled on the way in (the prepared graph and the plans stay where
-they are); only the result comes back, pickled through a pipe. Results are
+Pipeline selection spends most of its time building candidates and
+evaluating them (realization, event extraction, two queue runs and the
+recurrence witness: 1-2 s each for ResNet-50), and the candidates of one beam
+round are independent of each other's results. `ForkedBatch` computes such a
+batch on up to ``jobs`` CPUs: an item starts in a forked child as soon as it
+is submitted (while the parent goes on with the next one), and the parent
+computes the last item itself. A child shares the parent's memory
+copy-on-write, so nothing is pickled on the way in (the prepared graph and
+the plans stay where they are); only the result comes back, pickled through
+a pipe. Results are
 returned in item order and do not depend on ``jobs``, so a compile is byte
 for byte the same with one CPU or several.
 

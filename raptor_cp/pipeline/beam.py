@@ -18,7 +18,8 @@ scheduling.md, "Default throughput selection", steps 2-9, as
    stay the same), physical placement, and placement
    deduplication (two proposals placing every task and every core's stage
    identically are one schedule); each try uses one of the 128 constructive
-   packings whether it succeeds or not;
+   packings whether it succeeds or not; the round's next pick is built ahead
+   in a forked child meanwhile (`_Search.speculate`, no effect on results);
 5. the first distinct placement is realized (`raptor_cp.pipeline.realize`) and
    the target queried (`SchedulingTarget.estimate_realized_schedule_cost`,
    with its critical recurrence as guidance) -- one of the 32 queue evaluations;
@@ -606,8 +607,11 @@ class _Search:
             termination = ""
             # The initialized schedule is requested with the first other candidate, if
             # any: evaluating it now overlaps the latency schedule and the first builds
-            # (a result nobody requests is dropped).
+            # (a result nobody requests is dropped). The first round's shortlist does
+            # not depend on the latency root (it is not a parent and adds nothing to
+            # `visited`): it is scored while the latency schedule is still computed.
             self.submit(0)
+            self.shortlist(root)
             self.add_latency_root(latency)
         while not termination:
             round_number += 1
