@@ -146,8 +146,9 @@ DEFAULT_OUT = Path("raptor-out")
 @click.option(
     "--jobs",
     type=click.IntRange(min=1),
-    help="Pipeline mode: CPUs that evaluate each selection round's candidates side by side "
-    "(default: every CPU this process may use; 1: one at a time; the schedule is the same).",
+    help="Pipeline mode: CPUs that build and evaluate each selection round's candidates side "
+    "by side (default: every CPU this process may use; 1: one at a time; the schedule is the "
+    "same).",
 )
 def compile_command(
     model: Path | None,
