@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -113,13 +114,18 @@ def test_curve_is_non_increasing_and_keeps_the_largest_load_once_reached() -> No
     assert demand_lower_bound(problem, 3) == 5
 
 
-def test_single_query_agrees_with_the_batched_engine_without_edges() -> None:
-    rng = random.Random(14)
-    for _ in range(100):
+def random_packers(seed: int, count: int) -> Iterator[tuple[PackingProblem, RangePacker]]:
+    """``count`` random edge-free problems with the batched engine over their tasks."""
+    rng = random.Random(seed)
+    for _ in range(count):
         problem = random_problem(rng, with_edges=False)
-        n = problem.num_tasks
         reach = capacity_reach(problem.task_weights, problem.weight_size, problem.capacity)
-        packer = RangePacker(np.array(problem.loads, dtype=np.int64), reach)
+        yield problem, RangePacker(np.array(problem.loads, dtype=np.int64), reach)
+
+
+def test_single_query_agrees_with_the_batched_engine_without_edges() -> None:
+    for problem, packer in random_packers(14, 100):
+        n = problem.num_tasks
         ks = np.arange(1, 5)
         batched = packer.costs(np.zeros(4, dtype=np.int64), np.full(4, n), ks)
         for k, cost in zip(ks.tolist(), batched.tolist(), strict=True):
@@ -186,11 +192,8 @@ def _plain_probe(
 
 def test_the_compiled_probe_runs_the_greedy_as_documented() -> None:
     rng = random.Random(20261202)
-    for _ in range(60):
-        problem = random_problem(rng, with_edges=False)
+    for problem, packer in random_packers(20261202, 60):
         n = problem.num_tasks
-        reach = capacity_reach(problem.task_weights, problem.weight_size, problem.capacity)
-        packer = RangePacker(np.array(problem.loads, dtype=np.int64), reach)
         queries = [
             (a, b, rng.randint(0, 20), rng.randint(0, n + 1))
             for a in range(n + 1)
