@@ -18,6 +18,7 @@ from raptor_cp.forked import can_fork
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.pipeline import beam as beam_search
 from raptor_cp.pipeline.beam import BeamPipelineSolver, SelectionStoppedError, _Search
+from raptor_cp.pipeline.initial import initial_pipeline
 from raptor_cp.pipeline.selection import Candidate, PipelineSelection, near_equivalence
 from raptor_cp.problems import PipelineProblem, Stage, check
 from raptor_cp.solvers import DEFAULT_METHOD, solve
@@ -201,6 +202,42 @@ def test_builds_made_ahead_in_a_child_change_no_result(
         assert [a.outcome for a in run.attempts] == [a.outcome for a in selection.attempts]
         assert run.rounds == selection.rounds and run.decision == selection.decision
         assert run.work == selection.work
+
+
+@pytest.mark.skipif(not can_fork(), reason="forked builds run on Linux only")
+def test_a_speculation_follows_the_next_pick_and_its_outcome_is_the_plain_build(
+    lenet_beam: tuple,
+) -> None:
+    problem, _ = lenet_beam
+    initial = initial_pipeline(problem.graph, problem.target, problem.depth)
+    search = _Search(problem, initial, 32, 128, jobs=2)
+    stages = initial.plan.stages
+    root = Candidate(0, stages, None, "initial", 0, None, initial.plan, initial.packing, None)
+    search.candidates.append(root)
+    search.visited.add(root.canonical)
+    first, second = (proposal for proposal, _ in search.shortlist(root)[:2])
+    try:
+        search.speculate(root.canonical, following=0)  # builds the root's best proposal
+        assert search.speculation is not None and search.speculation[0] == first.canonical
+        running = search.speculation[1]
+        search.speculate(first.canonical, following=0)  # the current pick is the one ahead
+        assert search.speculation is not None and search.speculation[1] is running
+        # Taken while another pick is built here (a retry): the next pick changes.
+        search.visited.add(first.canonical)
+        search.speculate(((0, -1, 0),), following=0)
+        assert search.speculation is not None and search.speculation[0] == second.canonical
+        assert running.running == [] and running.waiting == []  # the old one was stopped
+        ahead, _ = search.build(second.stages)
+        assert search.speculation is None
+        search.speculate(second.canonical, following=None)  # no next slot: nothing starts
+        assert search.speculation is None
+    finally:
+        search.drop_speculation()
+    here = _Search(problem, initial, 32, 128, jobs=1)
+    plain, _ = here.construct(second.stages)
+    assert beam_search.placement_digest(ahead) == beam_search.placement_digest(plain)
+    assert ahead.interval_ns == plain.interval_ns
+    assert search.packed.keys() >= {(s.first, s.stop, s.cores) for s in second.stages}
 
 
 def test_a_one_evaluation_budget_leaves_no_room_for_the_latency_root(lenet_beam: tuple) -> None:
