@@ -9,9 +9,8 @@ is submitted (while the parent goes on with the next one), and the parent
 computes the last item itself. A child shares the parent's memory
 copy-on-write, so nothing is pickled on the way in (the prepared graph and
 the plans stay where they are); only the result comes back, pickled through
-a pipe. Results are
-returned in item order and do not depend on ``jobs``, so a compile is byte
-for byte the same with one CPU or several.
+a pipe. Results are returned in item order and do not depend on ``jobs``, so
+a compile is byte for byte the same with one CPU or several.
 
 Forking is used only where it is safe and cheap: on Linux (the platform's
 ``fork`` keeps the numpy state usable in the child), and only when more than

@@ -244,6 +244,10 @@ def missing_property(cost: RealizedScheduleCost) -> str:
 
 Canonical = tuple[tuple[int, int, int], ...]
 """A stage/budget vector (`Proposal.canonical`)."""
+Packing = tuple[tuple[int, ...], dict[str, object]]
+"""One stage's constructive packing: a core per task and its evidence (`StageCosts.assignment`)."""
+Built = tuple[PipelinePlan, tuple[dict[str, object], ...]]
+"""A built candidate: its plan and every stage's packing evidence (`_Search.build`)."""
 
 
 @dataclass(frozen=True)
@@ -251,8 +255,8 @@ class _Prebuilt:
     """A candidate built ahead in a forked child (`_Search.speculate`): the build's
     outcome and the memo entries the child made, which the parent adopts."""
 
-    outcome: tuple[PipelinePlan, tuple[dict[str, object], ...]] | RaptorError
-    packed: tuple[tuple[tuple[int, int, int], tuple[tuple[int, ...], dict[str, object]]], ...]
+    outcome: Built | RaptorError
+    packed: tuple[tuple[tuple[int, int, int], Packing], ...]
     placed: tuple[tuple[PlacementKey, StagePlacement], ...]
     seconds: float
 
@@ -310,7 +314,7 @@ class _Search:
         self.speculation: tuple[Canonical, ForkedBatch[Sequence[Stage], _Prebuilt]] | None = None
         """The round's next candidate, built ahead in a child (`speculate`)."""
         self.placements: dict[str, int] = {}
-        self.packed: dict[tuple[int, int, int], tuple[tuple[int, ...], dict[str, object]]] = {}
+        self.packed: dict[tuple[int, int, int], Packing] = {}
         self.placer = StagePlacer(self.graph, self.target)
         self.cuts = UnitCuts(self.graph, self.target, QUANTUM_NS)
         """Every candidate's task units (cut once, in this process, before evaluations fork)."""
@@ -415,7 +419,7 @@ class _Search:
 
     # -- building and evaluating -------------------------------------------------
 
-    def build(self, stages: Sequence[Stage]) -> tuple[PipelinePlan, tuple[dict[str, object], ...]]:
+    def build(self, stages: Sequence[Stage]) -> Built:
         """Constructive packing of every stage and physical placement: the speculation's
         outcome when it built these stages, else `construct` here."""
         canonical = tuple((s.first, s.stop, s.cores) for s in stages)
@@ -436,9 +440,7 @@ class _Search:
             raise prebuilt.outcome
         return prebuilt.outcome
 
-    def construct(
-        self, stages: Sequence[Stage]
-    ) -> tuple[PipelinePlan, tuple[dict[str, object], ...]]:
+    def construct(self, stages: Sequence[Stage]) -> Built:
         """Pack and place ``stages`` (both memoised per stage: a stage a move leaves
         unchanged on the same cores is neither packed nor placed again)."""
         assignments, evidence = [], []
@@ -469,8 +471,7 @@ class _Search:
             return
         pick = None
         if following is not None and self._room_after_this_slot():
-            shortlist = self.shortlist(self.candidates[following])
-            pick = shortlist[0][0] if shortlist else None
+            pick = self._first_unvisited(following)
         running = None if self.speculation is None else self.speculation[0]
         if pick is not None and running == pick.canonical:
             return
@@ -479,6 +480,24 @@ class _Search:
             batch: ForkedBatch[Sequence[Stage], _Prebuilt] = ForkedBatch(self._prebuild, self.jobs)
             batch.submit(pick.stages)
             self.speculation = (pick.canonical, batch)
+
+    def _first_unvisited(self, parent_index: int) -> Proposal | None:
+        """The parent's best unvisited proposal, scoring its neighbourhood only when needed.
+
+        The first unvisited entry of the parent's latest shortlist is what
+        `shortlist` would rank first now: `visited` only grew since, and the
+        proposals a full shortlist left out rank below all of it. So a slot that
+        retries (a duplicate placement, a failed packing) does not score the next
+        parent's neighbourhood again; that happens only when the parent has no
+        shortlist yet or none of it is left unvisited.
+        """
+        latest = self.shortlists.get(parent_index)
+        if latest is not None:
+            for proposal, _ in latest[1]:
+                if proposal.canonical not in self.visited:
+                    return proposal
+        listed = self.shortlist(self.candidates[parent_index])
+        return listed[0][0] if listed else None
 
     def drop_speculation(self) -> None:
         """Stop the speculative build, if any (its stages were not taken)."""
@@ -496,7 +515,7 @@ class _Search:
         """`construct` ``stages`` (in a forked child) and hand back what it memoised."""
         began = time.perf_counter()
         mark = self.placer.memo_size()
-        outcome: tuple[PipelinePlan, tuple[dict[str, object], ...]] | RaptorError
+        outcome: Built | RaptorError
         try:
             outcome = self.construct(stages)
         except (NotFoundWithinBudgetError, ScheduleViolationError) as error:
@@ -624,7 +643,7 @@ class _Search:
                     break
                 if parent in exhausted:
                     continue
-                following = next(iter(slots[slot + 1 :]), None)
+                following = slots[slot + 1] if slot + 1 < len(slots) else None
                 found = self._advance(parent, round_number, following)
                 if found is None:
                     exhausted.add(parent)
