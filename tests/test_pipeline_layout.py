@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,7 @@ from raptor_cp.pipeline.layout import (
     rank_placements,
     snake_order,
 )
+from raptor_cp.targets.base import TransferTerms
 from raptor_cp.targets.generic import GenericTarget
 from raptor_cp.targets.registry import resolve_target
 
@@ -42,6 +44,10 @@ class Grid(GenericTarget):
 
     def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
         return nbytes * self.ns_per_byte * self.hops(src, dst)
+
+    def transfer_terms(self, cores: Sequence[int]) -> TransferTerms:
+        hops = np.array([[self.hops(a, b) for b in cores] for a in cores], dtype=np.int64)
+        return TransferTerms(0 * hops, self.ns_per_byte * hops, 1, lambda nbytes, direct: 0)
 
 
 def test_snake_order_visits_neighbours_one_hop_apart() -> None:
@@ -113,7 +119,8 @@ def test_greedy_placement_gives_up_when_a_task_fits_nowhere() -> None:
     graph = _fan_graph()
     target = Grid(12, ns_per_byte=1, slots=3)
     placer = StagePlacer(graph, target)
-    assert placer.greedy(list(range(7)), (0,), []) is None
+    stage = placer.stage(list(range(7)), [])
+    assert placer.greedy(stage, placer.prices(stage, (0,))) is None
 
 
 def test_replicated_placement_runs_the_lanes_of_one_weight_side_by_side() -> None:
@@ -122,22 +129,23 @@ def test_replicated_placement_runs_the_lanes_of_one_weight_side_by_side() -> Non
     graph = _fan_graph()
     placer = StagePlacer(graph, Grid(12, ns_per_byte=0, slots=4))
     region = snake_order(placer.target)[:4]
-    core = placer.replicated(list(range(7)), region, [])
+    stage = placer.stage(list(range(7)), [])
+    prices = placer.prices(stage, region)
+    core = placer.replicated(stage, prices)
     assert core is not None
-    workers = [core[t] for t in range(1, 7)]
+    workers = core[1:].tolist()
     assert {len({core[t] for t in lanes}) for lanes in ((1, 2, 3), (4, 5, 6))} == {2}
     assert len(set(workers)) == 4
-    timing = placer.timing(list(range(7)), core, [])
-    retained = placer.timing(
-        list(range(7)), dict.fromkeys(range(7), region[0]) | {t: region[1] for t in (4, 5, 6)}, []
-    )
+    timing = placer.timing(stage, prices, core)
+    retained = placer.timing(stage, prices, np.array([0, 0, 0, 0, 1, 1, 1]))
     assert (timing.span_ns, retained.span_ns) == (20, 35)  # two lanes a core against 5 + 30
 
 
 def test_replicated_placement_needs_limited_capacity() -> None:
     graph = _fan_graph()
     placer = StagePlacer(graph, GenericTarget(4))
-    assert placer.replicated(list(range(7)), (0, 1, 2, 3), []) is None
+    stage = placer.stage(list(range(7)), [])
+    assert placer.replicated(stage, placer.prices(stage, (0, 1, 2, 3))) is None
 
 
 def _timing(demand: int, span: int, compute: int = 0, window: int = 0) -> StageTiming:
@@ -169,8 +177,9 @@ def test_the_window_runs_from_a_cores_first_start_to_its_last_finish() -> None:
     )
     placer = StagePlacer(graph, Grid(2, ns_per_byte=1))
     member = np.ones(3, dtype=bool)
-    timing = placer.timing([0, 1, 2], {0: 0, 1: 1, 2: 0}, placer.stage_edges([0, 1, 2], member))
-    hop = placer.transfer(0, 1, 0)
+    stage = placer.stage([0, 1, 2], placer.stage_edges([0, 1, 2], member))
+    timing = placer.timing(stage, placer.prices(stage, (0, 1)), np.array([0, 1, 0]))
+    hop = placer.target.transfer_ns(0, 1, 1)
     assert timing.span_ns == 2 + hop + 3 + hop + 1
     assert timing.window_ns == timing.span_ns
     assert timing.cycle_ns == max(timing.demand_ns, timing.window_ns)

@@ -46,16 +46,20 @@ def latency_stage_plan(
     stages = (Stage(0, groups.count, target.cores),)
     layout = PipelineCoreLayout.build(target, [target.cores])
     tasks = groups.range_tasks(0, groups.count).tolist()
-    core = {t: int(schedule.core[t]) for t in tasks}
+    core = [int(schedule.core[t]) for t in tasks]
+    region = list(dict.fromkeys(core))
+    index = {p: i for i, p in enumerate(region)}
     every = np.ones(graph.num_tasks, dtype=bool)
-    timing = placer.timing(tasks, core, placer.stage_edges(tasks, every))
+    stage = placer.stage(tasks, placer.stage_edges(tasks, every))
+    on_core = np.array([index[p] for p in core], dtype=np.int64)
+    timing = placer.timing(stage, placer.prices(stage, region), on_core)
     start = schedule.start_ns.tolist()
     position = {t: i for order in schedule.core_order for i, t in enumerate(order)}
     sequence = tuple(sorted(tasks, key=lambda t: (start[t], position[t])))
     kept = replace(timing, start_ns={t: start[t] for t in tasks}, sequence=sequence)
     placement = StagePlacement(
         tasks=tuple(tasks),
-        cores=tuple(core[t] for t in tasks),
+        cores=tuple(core),
         candidate=PLACEMENT,
         timing=kept,
         candidates={PLACEMENT: kept.cycle_ns},

@@ -59,7 +59,6 @@ layer's lanes run one after another on the core holding its weights: span
 
 from __future__ import annotations
 
-import heapq
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,6 +68,8 @@ import numpy as np
 from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.heuristics.replication import plan_copies
+from raptor_cp.periodic.arrays import int64_array
+from raptor_cp.pipeline import _stage_placement
 from raptor_cp.targets.base import SchedulingTarget
 
 TIE_PERCENT = 1
@@ -235,13 +236,67 @@ class StagePlacement:
     """Cycle bound of every candidate priced (None when a candidate found no placement)."""
 
 
+@dataclass(frozen=True)
+class StageArrays:
+    """One stage in the form the compiled loops read (`raptor_cp.pipeline._stage_placement`).
+
+    Tasks are numbered by position in ``tasks``; ``pred_start``/``pred_source``
+    list each task's same-stage predecessor edges (CSR, source positions) and
+    ``nbytes``/``direct`` those edges' payloads in the same order;
+    ``weight_start``/``weight`` each task's distinct weights as local ids, whose
+    global ids are ``weight_ids``.
+    """
+
+    tasks: tuple[int, ...]
+    cost: np.ndarray
+    pred_start: np.ndarray
+    pred_source: np.ndarray
+    nbytes: tuple[int, ...]
+    direct: tuple[bool, ...]
+    weight_start: np.ndarray
+    weight: np.ndarray
+    weight_ids: np.ndarray
+
+
+@dataclass(frozen=True)
+class RegionPrices:
+    """A stage's transfer prices on its region, in the compiled loops' form.
+
+    `raptor_cp.targets.base.TransferTerms` of the region's cores, and each of the
+    stage's edges' unit count and constant term (``units``, ``constant``, in
+    `StageArrays` edge order); ``fixed`` and ``per_unit`` are empty arrays when
+    the price does not depend on the pair.
+    """
+
+    region: tuple[int, ...]
+    fixed: np.ndarray
+    per_unit: np.ndarray
+    units: np.ndarray
+    constant: np.ndarray
+
+    def loop_arguments(self, stage: StageArrays) -> tuple[object, ...]:
+        """The arguments every loop of `_stage_placement` starts with."""
+        return (
+            len(self.region),
+            stage.cost,
+            stage.pred_start,
+            stage.pred_source,
+            self.units,
+            self.constant,
+            self.fixed,
+            self.per_unit,
+        )
+
+
 class StagePlacer:
-    """Places the stages of one graph on one target (shares the adjacency and price caches).
+    """Places the stages of one graph on one target (shares the price caches).
 
     `place` is memoised per (tasks, packing, region): pipeline selection keeps
     one placer for all its candidates, and a stage a move leaves unchanged (same
     groups, budget and cores) reuses its placement. Placement is deterministic,
-    so the memo changes no result.
+    so the memo changes no result. The greedy, replicated and timing loops are
+    compiled (`raptor_cp.pipeline._stage_placement`); this class prepares their
+    arrays and reads their results back.
     """
 
     def __init__(self, graph: ComputeGraph, target: SchedulingTarget) -> None:
@@ -249,23 +304,12 @@ class StagePlacer:
         self.target = target
         self.cost = graph.cost.tolist()
         self.weights = [sorted(set(w)) for w in graph.task_weights]
-        self.size = graph.weight_size.tolist()
         self.src = graph.edge_src.tolist()
         self.dst = graph.edge_dst.tolist()
         self.nbytes = graph.edge_bytes.tolist()
         self.direct = graph.edge_direct.tolist()
-        self._prices: dict[tuple[int, int, int, bool], int] = {}
+        self._edge_terms: dict[tuple[int, bool], tuple[int, int]] = {}
         self._placed: dict[PlacementKey, StagePlacement] = {}
-
-    def transfer(self, a: int, b: int, edge: int) -> int:
-        """``target.transfer_ns`` of ``edge`` from core ``a`` to ``b``, memoised (0 on one core)."""
-        if a == b:
-            return 0
-        key = (a, b, self.nbytes[edge], self.direct[edge])
-        price = self._prices.get(key)
-        if price is None:
-            price = self._prices[key] = self.target.transfer_ns(*key)
-        return price
 
     def stage_edges(self, tasks: Sequence[int], member: np.ndarray) -> list[int]:
         """Edges with both ends among ``tasks`` (``member`` marks them), by consumer order."""
@@ -274,10 +318,67 @@ class StagePlacer:
             edges.extend(e for e in self.graph.predecessor_edges(t).tolist() if member[self.src[e]])
         return edges
 
-    def timing(
-        self, tasks: Sequence[int], core: dict[int, int], edges: Sequence[int]
-    ) -> StageTiming:
-        """Demand, per-core order and span of ``tasks`` placed by ``core``.
+    def stage(self, tasks: Sequence[int], edges: Sequence[int]) -> StageArrays:
+        """``tasks`` (topological order) and their same-stage ``edges`` as `StageArrays`.
+
+        Raises
+        ------
+        ScheduleViolationError
+            If an edge has an end outside ``tasks``.
+        """
+        position = {t: i for i, t in enumerate(tasks)}
+        try:
+            consumer = [position[self.dst[e]] for e in edges]
+            producer = [position[self.src[e]] for e in edges]
+        except KeyError as missing:
+            raise ScheduleViolationError(
+                f"an edge of task {missing.args[0]} leaves the stage's tasks"
+            ) from None
+        order = sorted(range(len(edges)), key=consumer.__getitem__)
+        ordered = [edges[i] for i in order]
+        counts = np.bincount(np.array(consumer, dtype=np.int64), minlength=len(tasks))
+        local: dict[int, int] = {}
+        weight: list[int] = []
+        weight_start = [0]
+        for t in tasks:
+            for w in self.weights[t]:
+                weight.append(local.setdefault(w, len(local)))
+            weight_start.append(len(weight))
+        return StageArrays(
+            tasks=tuple(tasks),
+            cost=int64_array([self.cost[t] for t in tasks]),
+            pred_start=int64_array(np.concatenate([[0], np.cumsum(counts[: len(tasks)])])),
+            pred_source=int64_array([producer[i] for i in order]),
+            nbytes=tuple(self.nbytes[e] for e in ordered),
+            direct=tuple(self.direct[e] for e in ordered),
+            weight_start=int64_array(weight_start),
+            weight=int64_array(weight),
+            weight_ids=int64_array(list(local)),
+        )
+
+    def prices(self, stage: StageArrays, region: Sequence[int]) -> RegionPrices:
+        """The transfer prices of ``stage``'s edges among ``region``'s cores."""
+        terms = self.target.transfer_terms(region)
+        units: list[int] = []
+        constant: list[int] = []
+        for key in zip(stage.nbytes, stage.direct, strict=True):
+            found = self._edge_terms.get(key)
+            if found is None:
+                found = self._edge_terms[key] = (terms.units(key[0]), terms.constant(*key))
+            units.append(found[0])
+            constant.append(found[1])
+        empty = int64_array([])
+        return RegionPrices(
+            region=tuple(region),
+            fixed=empty if terms.fixed is None else int64_array(terms.fixed).ravel(),
+            per_unit=empty if terms.per_unit is None else int64_array(terms.per_unit).ravel(),
+            units=int64_array(units),
+            constant=int64_array(constant),
+        )
+
+    def timing(self, stage: StageArrays, prices: RegionPrices, position: np.ndarray) -> StageTiming:
+        """Demand, per-core order and span of ``stage`` with task ``i`` on region core
+        ``position[i]``.
 
         The order is an earliest-ready list schedule with the placement fixed:
         a task becomes available once every same-stage predecessor is scheduled;
@@ -286,153 +387,71 @@ class StagePlacer:
         with the dependencies, and lanes of successive operations interleave on a
         core instead of waiting for a whole operation (the order of ``tasks``
         alone would serialise operations that share a core). O((T + E) log T).
+
+        Raises
+        ------
+        ScheduleViolationError
+            If the stage's edges form a cycle.
         """
-        compute: dict[int, int] = {}
-        for t in tasks:
-            compute[core[t]] = compute.get(core[t], 0) + self.cost[t]
-        demand = dict(compute)
-        succs: dict[int, list[int]] = {}
-        waiting = dict.fromkeys(tasks, 0)
-        for e in edges:
-            a, b = core[self.src[e]], core[self.dst[e]]
-            if a != b:
-                ns = self.transfer(a, b, e)
-                demand[a] += ns
-                demand[b] += ns
-            succs.setdefault(self.src[e], []).append(e)
-            waiting[self.dst[e]] += 1
-        rank = {t: i for i, t in enumerate(tasks)}
-        ready = dict.fromkeys(tasks, 0)
-        heap = [(0, rank[t], t) for t in tasks if waiting[t] == 0]
-        heapq.heapify(heap)
-        free: dict[int, int] = {}
-        opened: dict[int, int] = {}
-        start: dict[int, int] = {}
-        sequence: list[int] = []
-        span = 0
-        while heap:
-            at, _, t = heapq.heappop(heap)
-            p = core[t]
-            begin = max(at, free.get(p, 0))
-            opened.setdefault(p, begin)
-            finish = free[p] = begin + self.cost[t]
-            start[t] = begin
-            sequence.append(t)
-            span = max(span, finish)
-            for e in succs.get(t, ()):
-                d = self.dst[e]
-                ready[d] = max(ready[d], finish + self.transfer(p, core[d], e))
-                waiting[d] -= 1
-                if waiting[d] == 0:
-                    heapq.heappush(heap, (ready[d], rank[d], d))
-        window = max((free[p] - opened[p] for p in opened), default=0)
-        return StageTiming(demand, compute, start, tuple(sequence), span, window)
+        k, t = len(prices.region), len(stage.tasks)
+        demand, compute = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64)
+        start, sequence = np.zeros(t, dtype=np.int64), np.zeros(t, dtype=np.int64)
+        core = int64_array(position)
+        scheduled, span, window = _stage_placement.timing(
+            *prices.loop_arguments(stage), core, demand, compute, start, sequence
+        )
+        if scheduled != t:
+            raise ScheduleViolationError(f"the edges among a stage's {t} tasks form a cycle")
+        _, first = np.unique(core, return_index=True)
+        used = core[np.sort(first)].tolist()
+        region, tasks = prices.region, stage.tasks
+        order = sequence.tolist()
+        begin = start.tolist()
+        return StageTiming(
+            core_demand={region[c]: int(demand[c]) for c in used},
+            core_compute={region[c]: int(compute[c]) for c in used},
+            start_ns={tasks[i]: begin[i] for i in order},
+            sequence=tuple(tasks[i] for i in order),
+            span_ns=span,
+            window_ns=window,
+        )
 
-    def greedy(
-        self, tasks: Sequence[int], region: Sequence[int], edges: Sequence[int]
-    ) -> dict[int, int] | None:
-        """Topology-aware greedy placement (see the module docstring); None if a task fits nowhere.
+    def greedy(self, stage: StageArrays, prices: RegionPrices) -> np.ndarray | None:
+        """Topology-aware greedy placement (see the module docstring): the region core
+        position of every task, or None if a task fits nowhere."""
+        capacity = int64_array([self.target.capacity(p) for p in prices.region])
+        size = self.graph.weight_size[stage.weight_ids]
+        position = np.zeros(len(stage.tasks), dtype=np.int64)
+        placed = _stage_placement.greedy(
+            *prices.loop_arguments(stage),
+            stage.weight_start,
+            stage.weight,
+            int64_array(size),
+            capacity,
+            position,
+        )
+        return position if placed else None
 
-        Vectorised over the region: per task, the new weight slots and the hop-aware
-        incident transfers of every candidate core are numpy rows (transfer rows
-        are cached per (source core, bytes)).
+    def replicated(self, stage: StageArrays, prices: RegionPrices) -> np.ndarray | None:
+        """Earliest-finish placement over planned weight copies (module docstring): the
+        region core position of every task, or None when `plan_copies` has no plan.
+
+        ``O(T k + E k)`` for ``T`` tasks, ``E`` edges and ``k`` region cores, after
+        the plan's own cost.
         """
-        k = len(region)
-        local: dict[int, int] = {}
-        for t in tasks:
-            for w in self.weights[t]:
-                local.setdefault(w, len(local))
-        size = np.array([self.size[w] for w in local], dtype=np.int64)
-        resident = np.zeros((k, len(local)), dtype=bool)
-        capacity = np.array([self.target.capacity(p) for p in region], dtype=np.int64)
-        used = np.zeros(k, dtype=np.int64)
-        demand = np.zeros(k, dtype=np.int64)
-        preds: dict[int, list[int]] = {}
-        for e in edges:
-            preds.setdefault(self.dst[e], []).append(e)
-        rows: dict[tuple[int, int, bool], np.ndarray] = {}
-
-        index: dict[int, int] = {}
-        never = np.iinfo(np.int64).max
-        for t in tasks:
-            ids = [local[w] for w in self.weights[t]]
-            new = int(size[ids].sum()) - resident[:, ids] @ size[ids]
-            fits = used + new <= capacity
-            if not fits.any():
-                return None
-            incident = np.zeros(k, dtype=np.int64)
-            for e in preds.get(t, ()):
-                incident += self._row(rows, region, index[self.src[e]], e)
-            key = np.where(fits, demand + self.cost[t] + incident, never)
-            tied = key == key.min()
-            i = int(np.argmin(np.where(tied, new, never)))
-            index[t] = i
-            resident[i, ids] = True
-            used[i] += new[i]
-            demand[i] += self.cost[t] + incident[i]
-            for e in preds.get(t, ()):
-                q = index[self.src[e]]
-                demand[q] += self._row(rows, region, q, e)[i]
-        return {t: region[i] for t, i in index.items()}
-
-    def replicated(
-        self, tasks: Sequence[int], region: Sequence[int], edges: Sequence[int]
-    ) -> dict[int, int] | None:
-        """Earliest-finish placement over planned weight copies (module docstring).
-
-        None when `plan_copies` has no plan. ``O(T k + E k)`` numpy work for ``T``
-        tasks, ``E`` edges and ``k`` region cores, after the plan's own cost.
-        """
-        capacity = np.array([self.target.capacity(p) for p in region], dtype=np.int64)
-        plan = plan_copies(self.graph, tasks, capacity)
+        capacity = np.array([self.target.capacity(p) for p in prices.region], dtype=np.int64)
+        plan = plan_copies(self.graph, stage.tasks, capacity)
         if plan is None:
             return None
-        k = len(region)
-        everywhere = np.ones(k, dtype=bool)
-        free = np.zeros(k, dtype=np.int64)
-        demand = np.zeros(k, dtype=np.int64)
-        preds: dict[int, list[int]] = {}
-        for e in edges:
-            preds.setdefault(self.dst[e], []).append(e)
-        index: dict[int, int] = {}
-        finish: dict[int, int] = {}
-        rows: dict[tuple[int, int, bool], np.ndarray] = {}
-        never = np.iinfo(np.int64).max
-        for t in tasks:
-            weights = self.weights[t]
-            allowed = plan.reserved[weights].all(axis=0) if weights else everywhere
-            ready = np.zeros(k, dtype=np.int64)
-            incident = np.zeros(k, dtype=np.int64)
-            for e in preds.get(t, ()):
-                row = self._row(rows, region, index[self.src[e]], e)
-                np.maximum(ready, finish[self.src[e]] + row, out=ready)
-                incident += row
-            end = np.where(allowed, np.maximum(ready, free) + self.cost[t], never)
-            tied = end == end.min()
-            i = int(np.argmin(np.where(tied, demand + incident, never)))
-            index[t] = i
-            finish[t] = free[i] = int(end[i])
-            demand[i] += self.cost[t] + incident[i]
-            for e in preds.get(t, ()):
-                q = index[self.src[e]]
-                demand[q] += self._row(rows, region, q, e)[i]
-        return {t: region[i] for t, i in index.items()}
-
-    def _row(
-        self,
-        rows: dict[tuple[int, int, bool], np.ndarray],
-        region: Sequence[int],
-        i: int,
-        e: int,
-    ) -> np.ndarray:
-        """Transfer time of ``edge`` from region core ``i`` to every region core (cached)."""
-        key = (i, self.nbytes[e], self.direct[e])
-        found = rows.get(key)
-        if found is None:
-            found = rows[key] = np.array(
-                [self.transfer(region[i], p, e) for p in region], dtype=np.int64
-            )
-        return found
+        position = np.zeros(len(stage.tasks), dtype=np.int64)
+        placed = _stage_placement.replicated(
+            *prices.loop_arguments(stage),
+            stage.weight_start,
+            stage.weight,
+            int64_array(plan.reserved[stage.weight_ids]).ravel(),
+            position,
+        )
+        return position if placed else None
 
     def place(
         self, tasks: Sequence[int], assignment: Sequence[int], region: Sequence[int]
@@ -473,7 +492,8 @@ class StagePlacer:
     ) -> StagePlacement:
         member = np.zeros(self.graph.num_tasks, dtype=bool)
         member[list(tasks)] = True
-        edges = self.stage_edges(tasks, member)
+        stage = self.stage(tasks, self.stage_edges(tasks, member))
+        prices = self.prices(stage, region)
         first_use: dict[int, int] = {}
         for a in assignment:
             first_use.setdefault(int(a), len(first_use))
@@ -481,14 +501,16 @@ class StagePlacer:
             raise ScheduleViolationError(
                 f"stage packing uses {len(first_use)} cores but the stage has {len(region)}"
             )
-        retained = {t: region[first_use[int(a)]] for t, a in zip(tasks, assignment, strict=True)}
-        options: list[tuple[str, dict[int, int] | None]] = [
+        retained = int64_array([first_use[int(a)] for a in assignment])
+        options: list[tuple[str, np.ndarray | None]] = [
             ("retained", retained),
-            ("greedy", self.greedy(tasks, region, edges)),
-            ("replicated", self.replicated(tasks, region, edges)),
+            ("greedy", self.greedy(stage, prices)),
+            ("replicated", self.replicated(stage, prices)),
         ]
         timings = {
-            name: self.timing(tasks, core, edges) for name, core in options if core is not None
+            name: self.timing(stage, prices, position)
+            for name, position in options
+            if position is not None
         }
         names = list(timings)
         winner = names[rank_placements([timings[name] for name in names])]
@@ -496,7 +518,7 @@ class StagePlacer:
         assert chosen is not None
         return StagePlacement(
             tasks=tuple(tasks),
-            cores=tuple(chosen[t] for t in tasks),
+            cores=tuple(region[i] for i in chosen.tolist()),
             candidate=winner,
             timing=timings[winner],
             candidates={

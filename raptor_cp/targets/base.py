@@ -245,6 +245,30 @@ or the target cannot tell."""
 
 
 @dataclass(frozen=True)
+class TransferTerms:
+    """`SchedulingTarget.transfer_ns` among some cores, in the form compiled loops read.
+
+    For positions ``i != j`` of the cores asked about::
+
+        transfer_ns(cores[i], cores[j], nbytes, direct)
+            == fixed[i, j] + ceil(nbytes / unit_bytes) * per_unit[i, j] + constant(nbytes, direct)
+
+    and 0 for ``i == j``. ``fixed`` and ``per_unit`` (int64, ``k x k``) are None
+    when the price does not depend on the pair (`SchedulingTarget.uniform_transfers`):
+    then nothing of size ``k²`` is built.
+    """
+
+    fixed: np.ndarray | None
+    per_unit: np.ndarray | None
+    unit_bytes: int
+    constant: Callable[[int, bool], int]
+
+    def units(self, nbytes: int) -> int:
+        """``ceil(nbytes / unit_bytes)``: the count ``per_unit`` is charged for."""
+        return -(-nbytes // self.unit_bytes)
+
+
+@dataclass(frozen=True)
 class RecurrenceGuidance:
     """The critical recurrence of a realized schedule: where its cycle spends its time.
 
@@ -383,6 +407,14 @@ class SchedulingTarget(Protocol):
 
     def max_transfer_ns(self, nbytes: int) -> int:
         """An upper bound of `transfer_ns` over every pair of cores (`raptor_cp.limits` horizon)."""
+        ...
+
+    def transfer_terms(self, cores: Sequence[int]) -> TransferTerms:
+        """`transfer_ns` among ``cores`` as tables (`TransferTerms`), for compiled loops.
+
+        ``O(k²)`` for ``k`` cores on a target whose price depends on the pair, ``O(1)``
+        otherwise.
+        """
         ...
 
     @property

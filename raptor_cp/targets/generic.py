@@ -25,6 +25,7 @@ from raptor_cp.targets.base import (
     MoveWork,
     RealizedScheduleCost,
     RecurrenceRequest,
+    TransferTerms,
     VectorWork,
     WeightTiling,
     Work,
@@ -102,10 +103,27 @@ class GenericTarget:
 
     def transfer_ns(self, src: int, dst: int, nbytes: int, direct: bool = False) -> int:
         """``ceil(bytes × ns_per_byte)`` between distinct cores (no endpoint memory to omit)."""
-        return 0 if src == dst else math.ceil(nbytes * self.ns_per_byte)
+        return 0 if src == dst else self._distinct_transfer_ns(nbytes, direct)
+
+    def _distinct_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
+        return math.ceil(nbytes * self.ns_per_byte)
+
+    def transfer_terms(self, cores: Sequence[int]) -> TransferTerms:
+        """The uniform price as a constant per transfer.
+
+        Raises
+        ------
+        NotImplementedError
+            In a subclass that reprices `transfer_ns` without repricing this too.
+        """
+        if not self.uniform_transfers:
+            raise NotImplementedError(
+                f"{type(self).__name__} reprices transfer_ns and must give transfer_terms too"
+            )
+        return TransferTerms(None, None, 1, self._distinct_transfer_ns)
 
     def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
-        return 0 if self.num_cores == 1 else math.ceil(nbytes * self.ns_per_byte)
+        return 0 if self.num_cores == 1 else self._distinct_transfer_ns(nbytes, direct)
 
     def max_transfer_ns(self, nbytes: int) -> int:
         """The uniform price; a subclass that reprices transfers gets the exact maximum."""

@@ -50,6 +50,7 @@ from raptor_cp.targets.base import (
     MatrixWork,
     MoveWork,
     RealizedScheduleCost,
+    TransferTerms,
     VectorWork,
     WeightTiling,
     Work,
@@ -266,7 +267,14 @@ class IpuTarget:
         """
         if src == dst:
             return 0
+        return self._exchange_ns(nbytes, direct)
+
+    def _exchange_ns(self, nbytes: int, direct: bool = False) -> int:
         return self.superstep_ns(0, nbytes)
+
+    def transfer_terms(self, cores: Sequence[int]) -> TransferTerms:
+        """Every pair of distinct tiles costs the same: a constant per transfer."""
+        return TransferTerms(None, None, 1, self._exchange_ns)
 
     def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
         """Every pair of distinct tiles costs the same; 0 on a one-tile chip."""

@@ -23,6 +23,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from raptor_cp.errors import InvalidConfigError, InvalidInstanceError
 from raptor_cp.targets.base import (
     FixedWork,
@@ -30,6 +32,7 @@ from raptor_cp.targets.base import (
     MoveWork,
     RealizedScheduleCost,
     RecurrenceRequest,
+    TransferTerms,
     VectorWork,
     WeightTiling,
     Work,
@@ -89,6 +92,8 @@ class PimTarget:
         self._pair_latency_sum = sum(
             self._latency[s][d] for s in range(n) for d in range(n) if s != d
         )
+        self._handshake_table = np.array(self._handshake, dtype=np.int64).reshape(n, n)
+        self._latency_table = np.array(self._latency, dtype=np.int64).reshape(n, n)
         self._max_handshake = max(max(row) for row in self._handshake)
         self._max_latency = max(max(row) for row in self._latency)
         self._gm_latency_sum = sum(self._gm_latency)
@@ -414,6 +419,17 @@ class PimTarget:
             self._handshake[src][dst]
             + flits * self._latency[src][dst]
             + self._endpoint_ns(nbytes, direct)
+        )
+
+    def transfer_terms(self, cores: Sequence[int]) -> TransferTerms:
+        """`transfer_ns` among ``cores``: handshake, flits × per-flit latency, endpoint memory."""
+        index = np.asarray(cores, dtype=np.int64)
+        pairs = np.ix_(index, index)
+        return TransferTerms(
+            fixed=self._handshake_table[pairs],
+            per_unit=self._latency_table[pairs],
+            unit_bytes=self._bus_width,
+            constant=self._endpoint_ns,
         )
 
     def mean_transfer_ns(self, nbytes: int, direct: bool = False) -> int:
