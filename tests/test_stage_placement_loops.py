@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.graph import DIRECT_RECEIVE, PLAIN, ComputeGraph
 from raptor_cp.heuristics.replication import plan_copies
 from raptor_cp.pipeline import _stage_placement
@@ -296,6 +297,16 @@ def test_a_target_that_reprices_transfers_must_give_its_terms() -> None:
 
     with pytest.raises(NotImplementedError, match="Repriced reprices transfer_ns"):
         Repriced(4).transfer_terms([0, 1])
+
+
+def test_a_stage_edge_must_stay_in_the_stage() -> None:
+    graph = random_stage(3)
+    placer = StagePlacer(graph, Mesh(16))
+    consumer = int(graph.edge_dst[0])
+    with pytest.raises(
+        ScheduleViolationError, match=r"reaches task \d+, which is not in the stage"
+    ):
+        placer.stage([consumer], [0])
 
 
 def test_the_loops_refuse_inconsistent_arrays() -> None:

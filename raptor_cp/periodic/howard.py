@@ -27,8 +27,9 @@ end every edge has ``lambda(u) >= lambda(v)`` and, when equal,
 constant) this proves that no cycle ratio exceeds ``lambda``. That certificate
 is re-checked edge by edge in Python integers before the result is returned.
 
-Evaluation and improvement are vectorized with numpy int64; the inputs must keep
-``sum|w| * sum d`` below 2^61 so no intermediate overflows.
+Evaluation is a compiled walk (`_policy_evaluation.c`) and improvement is
+vectorized with numpy, both in int64; the inputs must keep ``sum|w| * sum d``
+below 2^61 so no intermediate overflows.
 
 References
 ----------
@@ -47,6 +48,8 @@ from fractions import Fraction
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
+from raptor_cp.periodic import _policy_evaluation
+from raptor_cp.periodic.arrays import int64_array
 from raptor_cp.periodic.graph import PeriodicGraph, canonical_cycle
 
 INT64_LIMIT = 2**61
@@ -112,8 +115,9 @@ def howard(graph: PeriodicGraph, weights: np.ndarray, edges: np.ndarray) -> Howa
 
     Returns the exact ratio, the policy cycle attaining it (rotated to start at
     its smallest edge id; the one with the smallest root among ties) and the
-    number of policy evaluations. An iteration costs ``O((V + E) log V)`` in
-    vectorized steps; storage is ``O(V + E)``.
+    number of policy evaluations. An iteration costs ``O(V + E log E)`` (the
+    evaluation ``O(V)``, the improvement steps' grouping sorts); storage is
+    ``O(V + E)``.
 
     Raises `InvalidInstanceError` when ``sum|w| * sum d`` over ``edges`` reaches
     2^61 (int64 could overflow); the bisection has no such limit.
@@ -164,46 +168,23 @@ def _group_best(group: np.ndarray, keys: tuple[np.ndarray, ...], ids: np.ndarray
 def _evaluate(nodes: np.ndarray, policy: np.ndarray, arcs: _Edges) -> _Values:
     """Ratio ``p/q``, scaled potential ``X`` and policy cycle of every node under ``policy``.
 
-    Pointer doubling, ``O(V log V)`` in vectorized steps: ``succ^(2^k)`` of any
-    node lies on its policy cycle once ``2^k >= V``; a running minimum over the
-    same jumps names each cycle's smallest node (its root); cutting every cycle
-    at its root leaves a forest whose path sums into the roots are the potentials.
+    One walk per node in a compiled loop (`raptor_cp.periodic._policy_evaluation`),
+    ``O(V)``: each walk ends on a node already evaluated or closes a new cycle,
+    whose smallest node is its root; potentials follow the policy edges back
+    from the roots.
     """
     size = policy.shape[0]
-    steps = max(1, size.bit_length())
-    index = np.arange(size)
-    succ = index.copy()
-    cw = np.zeros(size, dtype=np.int64)
-    cd = np.zeros(size, dtype=np.int64)
+    succ = np.zeros(size, dtype=np.int64)
+    weight = np.zeros(size, dtype=np.int64)
+    distance = np.zeros(size, dtype=np.int64)
     chosen = policy[nodes]
-    succ[nodes], cw[nodes], cd[nodes] = arcs.v[chosen], arcs.w[chosen], arcs.d[chosen]
-    jump, smallest = succ, index
-    for _ in range(steps):
-        smallest = np.minimum(smallest, smallest[jump])
-        jump = jump[jump]
-    cyclic = np.zeros(size, dtype=bool)
-    cyclic[jump[nodes]] = True
-    on_cycle = np.flatnonzero(cyclic)
-    roots = np.unique(smallest[on_cycle])
-    total_w = np.zeros(size, dtype=np.int64)
-    total_d = np.zeros(size, dtype=np.int64)
-    np.add.at(total_w, smallest[on_cycle], cw[on_cycle])
-    np.add.at(total_d, smallest[on_cycle], cd[on_cycle])
-    common = np.gcd(total_w[roots], total_d[roots])
-    lam_p = np.zeros(size, dtype=np.int64)
-    lam_q = np.ones(size, dtype=np.int64)
-    lam_p[roots], lam_q[roots] = total_w[roots] // common, total_d[roots] // common
-    root_of = np.where(policy >= 0, smallest[jump], index)
-    lam_p, lam_q = lam_p[root_of], lam_q[root_of]
-    is_root = np.zeros(size, dtype=bool)
-    is_root[roots] = True
-    path = np.where(is_root, 0, lam_q * cw - lam_p * cd)
-    hop = np.where(is_root, index, succ)
-    for _ in range(steps):
-        path = path + path[hop]
-        hop = hop[hop]
-    component = np.where(policy >= 0, np.searchsorted(roots, root_of), 0)
-    return _Values(lam_p, lam_q, path, roots.tolist(), component)
+    succ[nodes], weight[nodes], distance[nodes] = arcs.v[chosen], arcs.w[chosen], arcs.d[chosen]
+    lam_p, lam_q, value, component = (np.empty(size, dtype=np.int64) for _ in range(4))
+    roots = np.empty(nodes.shape[0], dtype=np.int64)
+    cycles = _policy_evaluation.evaluate(
+        int64_array(nodes), succ, weight, distance, lam_p, lam_q, value, component, roots
+    )
+    return _Values(lam_p, lam_q, value, roots[:cycles].tolist(), component)
 
 
 def _raise_ratios(policy: np.ndarray, arcs: _Edges, values: _Values, rank: np.ndarray) -> bool:

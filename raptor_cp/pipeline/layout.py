@@ -332,7 +332,7 @@ class StagePlacer:
             producer = [position[self.src[e]] for e in edges]
         except KeyError as missing:
             raise ScheduleViolationError(
-                f"an edge of task {missing.args[0]} leaves the stage's tasks"
+                f"a stage edge reaches task {missing.args[0]}, which is not in the stage"
             ) from None
         order = sorted(range(len(edges)), key=consumer.__getitem__)
         ordered = [edges[i] for i in order]
