@@ -278,12 +278,20 @@ class _Simulation:
         )
         self.nbytes = int64_array(graph.edge_bytes[self.edge])
         send_ns, recv_ns = [], []
-        for a, b, size in zip(
+        phases: dict[tuple[int, int, int], tuple[int, int]] = {}
+        """(source core, destination core, bytes) -> (send, receive) ns: lanes repeat them."""
+        for key in zip(
             self.src_core.tolist(), self.dst_core.tolist(), self.nbytes.tolist(), strict=True
         ):
-            send = timing.control_ns(a, b) + timing.control_ns(b, a) + timing.local_read_ns(size)
-            send_ns.append(send)
-            recv_ns.append(send + timing.data_ns(a, b, size) + timing.local_write_ns(size))
+            found = phases.get(key)
+            if found is None:
+                a, b, size = key
+                handshake = timing.control_ns(a, b) + timing.control_ns(b, a)
+                send = handshake + timing.local_read_ns(size)
+                recv = send + timing.data_ns(a, b, size) + timing.local_write_ns(size)
+                found = phases[key] = (send, recv)
+            send_ns.append(found[0])
+            recv_ns.append(found[1])
         self.send_ns, self.recv_ns = int64_array(send_ns), int64_array(recv_ns)
         self.key = int64_array(np.asarray(start_ns)[dst])
         n = graph.num_tasks

@@ -392,8 +392,9 @@ def realize_pipeline(
     cores: list[list[Step]] = []
     tasks: list[list[tuple[int, ...]]] = []
     parts: list[list[tuple[tuple[int, int], ...]]] = []
-    for entries in _allocate_registers(items, registers):
-        steps, owners, owned_parts = _merge_compute(entries)
+    allocation = _allocate_registers(items, registers)
+    for c, entries in enumerate(items):
+        steps, owners, owned_parts = _merge_compute(entries, c, allocation)
         cores.append(steps)
         tasks.append(owners)
         parts.append(owned_parts)
@@ -482,13 +483,16 @@ def _release_tree(
             items[r].append(((-1, _ENTRY, s, 2, p), _PendingSignal(p, _Register(FREE, t)), ()))
 
 
-def _allocate_registers(items: list[list[Item]], registers: int | None) -> list[list[Item]]:
-    """Replace register keys by event registers, allocated per core in program order.
+def _allocate_registers(
+    items: list[list[Item]], registers: int | None
+) -> list[dict[_Register, int]]:
+    """Per core, the event register of each register key, allocated in program order.
 
     A core's registers are numbered in the order its program first waits on each
-    key; a SIGNAL names the register its destination core allocated. ``items``
-    are sorted programs. Raises `TimingUnavailableError` when a core needs more
-    than ``registers``. ``O(N)`` for ``N`` entries.
+    key; a SIGNAL names the register its destination core allocated
+    (`_merge_compute` puts them in). ``items`` are sorted programs. Raises
+    `TimingUnavailableError` when a core needs more than ``registers``. ``O(N)``
+    for ``N`` entries.
     """
     allocation: list[dict[_Register, int]] = []
     for c, entries in enumerate(items):
@@ -501,17 +505,13 @@ def _allocate_registers(items: list[list[Item]], registers: int | None) -> list[
                 f"core {c} needs {len(table)} event registers; the target has {registers}"
             )
         allocation.append(table)
-    return [
-        [(key, _allocated(step, c, allocation), who) for key, step, who in entries]
-        for c, entries in enumerate(items)
-    ]
+    return allocation
 
 
 def _allocated(
-    step: Step | _PendingWait | _PendingSignal | _Unit,
-    core: int,
-    allocation: list[dict[_Register, int]],
-) -> Step | _Unit:
+    step: Step | _PendingWait | _PendingSignal, core: int, allocation: list[dict[_Register, int]]
+) -> Step:
+    """``step`` of core ``core``, a pending WAIT or SIGNAL given its allocated register."""
     if isinstance(step, _PendingWait):
         return Wait(allocation[core][step.register], step.count)
     if isinstance(step, _PendingSignal):
@@ -520,9 +520,10 @@ def _allocated(
 
 
 def _merge_compute(
-    entries: list[Item],
+    entries: list[Item], core: int, allocation: list[dict[_Register, int]]
 ) -> tuple[list[Step], list[tuple[int, ...]], list[tuple[tuple[int, int], ...]]]:
-    """Merge consecutive compute units into one `Compute` run; drop zero-ns runs.
+    """Core ``core``'s steps: consecutive compute units merged into one `Compute` run
+    (zero-ns runs dropped), register keys replaced by ``allocation``'s registers.
 
     Returns the steps, each step's tasks (a run: the task of each unit) and each
     step's parts (a run: each unit's part; other steps: empty).
@@ -551,8 +552,7 @@ def _merge_compute(
             run_parts.append(step.part)
             continue
         flush()
-        assert isinstance(step, Step)
-        steps.append(step)
+        steps.append(_allocated(step, core, allocation))
         owners.append(who)
         parts.append(())
     flush()
