@@ -1,8 +1,9 @@
 """What the compiled loops read: flat, C-contiguous int64 arrays.
 
-`raptor_cp.periodic._queue_core`, `raptor_cp.periodic._rendezvous_core` and
-`raptor_cp.periodic._ranked_order` take their inputs through the buffer
-protocol and reject anything else.
+Every compiled loop (`raptor_cp.periodic._queue_core`, `._rendezvous_core`,
+`._ranked_order`, `._policy_evaluation`, `raptor_cp.heuristics._range_probe`,
+`raptor_cp.pipeline._stage_placement`) takes its inputs through the buffer
+protocol and rejects anything else.
 """
 
 from __future__ import annotations
