@@ -50,19 +50,6 @@ typedef struct {
     int count;
 } Inputs;
 
-static int read_inputs(Inputs *in, PyObject *const *objects, const char *const *names,
-                       const int *writable, int count) {
-    in->count = 0;
-    for (int i = 0; i < count; i++) {
-        in->arrays[i].held = 0;
-        in->count = i + 1;
-        in->data[i] = array_of(objects[i], &in->arrays[i], names[i], writable[i]);
-        if (in->data[i] == NULL) return -1;
-        in->length[i] = in->arrays[i].view.len / 8;
-    }
-    return 0;
-}
-
 static void release_inputs(Inputs *in) {
     for (int i = 0; i < in->count; i++)
         if (in->arrays[i].held) PyBuffer_Release(&in->arrays[i].view);
@@ -74,6 +61,15 @@ enum { COST, PRED_START, PRED_SOURCE, UNITS, CONSTANT, FIXED, PER_UNIT, COMMON }
 static const char *const COMMON_NAMES[COMMON] = {"cost",  "pred_start", "pred_source", "units",
                                                  "constant", "fixed",   "per_unit"};
 
+/* Checks CSR offsets: `t + 1` of them, from 0 to `total`, never decreasing. */
+static int check_lists(const int64_t *start, Py_ssize_t start_length, Py_ssize_t t,
+                       Py_ssize_t total, const char *what) {
+    int ok = start_length == t + 1 && start[0] == 0 && start[t] == total;
+    for (Py_ssize_t v = 0; ok && v < t; v++) ok = start[v + 1] >= start[v];
+    if (!ok) PyErr_Format(PyExc_ValueError, "stage placement: the %s lists disagree", what);
+    return ok ? 0 : -1;
+}
+
 /* Checks the common arrays' lengths and fills `prices`; -1 with ValueError otherwise.
  * Every edge's source is a task of the stage; with `ordered`, an earlier one (the
  * placement loops place producers first). */
@@ -81,17 +77,13 @@ static int check_common(const Inputs *in, int64_t k, int ordered, Prices *prices
     Py_ssize_t t = in->length[COST], e = in->length[PRED_SOURCE];
     const int64_t *start = in->data[PRED_START], *source = in->data[PRED_SOURCE];
     int pairs = in->length[FIXED] > 0;
-    if (k < 1 || in->length[PRED_START] != t + 1 || start[0] != 0 || start[t] != e ||
-        in->length[UNITS] != e || in->length[CONSTANT] != e ||
+    if (k < 1 || in->length[UNITS] != e || in->length[CONSTANT] != e ||
         in->length[PER_UNIT] != in->length[FIXED] || (pairs && in->length[FIXED] != k * k)) {
         PyErr_SetString(PyExc_ValueError, "stage placement: array lengths disagree");
         return -1;
     }
+    if (check_lists(start, in->length[PRED_START], t, e, "predecessor") < 0) return -1;
     for (Py_ssize_t v = 0; v < t; v++) {
-        if (start[v + 1] < start[v]) {
-            PyErr_SetString(PyExc_ValueError, "stage placement: pred_start decreases");
-            return -1;
-        }
         for (int64_t i = start[v]; i < start[v + 1]; i++)
             if (source[i] < 0 || source[i] >= (ordered ? v : t) || source[i] == v) {
                 PyErr_SetString(PyExc_ValueError, ordered
@@ -105,19 +97,36 @@ static int check_common(const Inputs *in, int64_t k, int ordered, Prices *prices
     return 0;
 }
 
+/* Reads a loop's arguments: `k`, the common arrays (read-only), then `extra` more named
+ * `names` (writable where `writable` says), and checks the common ones (`ordered`: see
+ * check_common). -1 with an exception set otherwise; `in` is to be released either way. */
+static int parse_inputs(PyObject *args, int extra, const char *const *names, const int *writable,
+                        int ordered, int64_t *k, Inputs *in, Prices *prices) {
+    in->count = 0;
+    if (PyTuple_GET_SIZE(args) != 1 + COMMON + extra) {
+        PyErr_Format(PyExc_TypeError, "expected %d arguments", 1 + COMMON + extra);
+        return -1;
+    }
+    *k = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 0));
+    if (*k == -1 && PyErr_Occurred()) return -1;
+    for (int i = 0; i < COMMON + extra; i++) {
+        Array *a = &in->arrays[i];
+        a->held = 0;
+        in->count = i + 1;
+        int own = i >= COMMON;
+        in->data[i] = array_of(PyTuple_GET_ITEM(args, i + 1), a,
+                               own ? names[i - COMMON] : COMMON_NAMES[i],
+                               own && writable[i - COMMON]);
+        if (in->data[i] == NULL) return -1;
+        in->length[i] = a->view.len / 8;
+    }
+    return check_common(in, *k, ordered, prices);
+}
+
 /* Checks weight CSR lists over `t` tasks and `w` local weights. */
 static int check_weights(const int64_t *start, Py_ssize_t start_length, const int64_t *weight,
                          Py_ssize_t weight_length, Py_ssize_t t, Py_ssize_t w) {
-    if (start_length != t + 1 || start[0] != 0 || start[t] != weight_length) {
-        PyErr_SetString(PyExc_ValueError, "stage placement: weight lists disagree");
-        return -1;
-    }
-    for (Py_ssize_t v = 0; v < t; v++) {
-        if (start[v + 1] < start[v]) {
-            PyErr_SetString(PyExc_ValueError, "stage placement: weight_start decreases");
-            return -1;
-        }
-    }
+    if (check_lists(start, start_length, t, weight_length, "weight") < 0) return -1;
     for (Py_ssize_t i = 0; i < weight_length; i++)
         if (weight[i] < 0 || weight[i] >= w) {
             PyErr_SetString(PyExc_ValueError, "stage placement: a weight id is out of range");
@@ -126,10 +135,13 @@ static int check_weights(const int64_t *start, Py_ssize_t start_length, const in
     return 0;
 }
 
-/* Adds each predecessor edge's transfer from its producer's core to `chosen` to the
- * producer core's demand (the transfer is charged to both endpoints). */
-static void charge_producers(const Prices *prices, const int64_t *start, const int64_t *source,
-                             const int64_t *core, int64_t v, int64_t chosen, int64_t *demand) {
+/* Puts task v on core `chosen`, whose demand grows by `own_ns` (its compute and incoming
+ * transfers); each producer core's demand grows by its transfer to `chosen` (a transfer
+ * is charged to both endpoints). */
+static void assign(const Prices *prices, const int64_t *start, const int64_t *source,
+                   int64_t *core, int64_t v, int64_t chosen, int64_t own_ns, int64_t *demand) {
+    core[v] = chosen;
+    demand[chosen] += own_ns;
     for (int64_t i = start[v]; i < start[v + 1]; i++) {
         int64_t q = core[source[i]];
         demand[q] += price(prices, q, chosen, i);
@@ -144,24 +156,16 @@ static void charge_producers(const Prices *prices, const int64_t *start, const i
  * lowest position. Writes core[v]; returns False when a task fits nowhere. */
 static PyObject *greedy(PyObject *self, PyObject *args) {
     enum { WEIGHT_START = COMMON, WEIGHT, WEIGHT_SIZE, CAPACITY, CORE, COUNT };
-    static const char *const names[COUNT] = {
-        "cost",  "pred_start", "pred_source", "units",  "constant", "fixed", "per_unit",
-        "weight_start", "weight", "weight_size", "capacity", "core"};
-    static const int writable[COUNT] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-    PyObject *objects[COUNT];
-    long long k;
+    static const char *const names[COUNT - COMMON] = {"weight_start", "weight", "weight_size",
+                                                      "capacity", "core"};
+    static const int writable[COUNT - COMMON] = {0, 0, 0, 0, 1};
+    int64_t k;
     Inputs in;
     Prices prices;
     PyObject *result = NULL;
     int64_t *scratch = NULL;
     unsigned char *resident = NULL;
-    in.count = 0;
-    if (!PyArg_ParseTuple(args, "LOOOOOOOOOOOO", &k, &objects[0], &objects[1], &objects[2],
-                          &objects[3], &objects[4], &objects[5], &objects[6], &objects[7],
-                          &objects[8], &objects[9], &objects[10], &objects[11]))
-        return NULL;
-    if (read_inputs(&in, objects, names, writable, COUNT) < 0 ||
-        check_common(&in, k, 1, &prices) < 0)
+    if (parse_inputs(args, COUNT - COMMON, names, writable, 1, &k, &in, &prices) < 0)
         goto cleanup;
     Py_ssize_t t = in.length[COST], w = in.length[WEIGHT_SIZE];
     if (in.length[CAPACITY] != k || in.length[CORE] != t) {
@@ -207,12 +211,10 @@ static PyObject *greedy(PyObject *self, PyObject *args) {
             placed = 0;
             break;
         }
-        core[v] = best;
         unsigned char *held = resident + (size_t)best * (size_t)w;
         for (int64_t j = wstart[v]; j < wstart[v + 1]; j++) held[weight[j]] = 1;
         used[best] += fresh[best];
-        demand[best] += cost[v] + incident[best];
-        charge_producers(&prices, start, source, core, v, best, demand);
+        assign(&prices, start, source, core, v, best, cost[v] + incident[best], demand);
     }
     result = PyBool_FromLong(placed);
 
@@ -233,23 +235,15 @@ cleanup:
  * weights. */
 static PyObject *replicated(PyObject *self, PyObject *args) {
     enum { WEIGHT_START = COMMON, WEIGHT, RESERVED, CORE, COUNT };
-    static const char *const names[COUNT] = {
-        "cost", "pred_start", "pred_source", "units", "constant", "fixed", "per_unit",
-        "weight_start", "weight", "reserved", "core"};
-    static const int writable[COUNT] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-    PyObject *objects[COUNT];
-    long long k;
+    static const char *const names[COUNT - COMMON] = {"weight_start", "weight", "reserved",
+                                                      "core"};
+    static const int writable[COUNT - COMMON] = {0, 0, 0, 1};
+    int64_t k;
     Inputs in;
     Prices prices;
     PyObject *result = NULL;
     int64_t *scratch = NULL;
-    in.count = 0;
-    if (!PyArg_ParseTuple(args, "LOOOOOOOOOOO", &k, &objects[0], &objects[1], &objects[2],
-                          &objects[3], &objects[4], &objects[5], &objects[6], &objects[7],
-                          &objects[8], &objects[9], &objects[10]))
-        return NULL;
-    if (read_inputs(&in, objects, names, writable, COUNT) < 0 ||
-        check_common(&in, k, 1, &prices) < 0)
+    if (parse_inputs(args, COUNT - COMMON, names, writable, 1, &k, &in, &prices) < 0)
         goto cleanup;
     Py_ssize_t t = in.length[COST];
     if (in.length[RESERVED] % k != 0 || in.length[CORE] != t) {
@@ -296,10 +290,8 @@ static PyObject *replicated(PyObject *self, PyObject *args) {
             placed = 0;
             break;
         }
-        core[v] = best;
         finish[v] = free_at[best] = best_end;
-        demand[best] += cost[v] + incident[best];
-        charge_producers(&prices, start, source, core, v, best, demand);
+        assign(&prices, start, source, core, v, best, cost[v] + incident[best], demand);
     }
     result = PyBool_FromLong(placed);
 
@@ -319,24 +311,16 @@ cleanup:
  * both endpoints), each task's start and the order tasks were taken in. */
 static PyObject *timing(PyObject *self, PyObject *args) {
     enum { CORE = COMMON, DEMAND, COMPUTE, START_NS, SEQUENCE, COUNT };
-    static const char *const names[COUNT] = {
-        "cost", "pred_start", "pred_source", "units", "constant", "fixed", "per_unit",
-        "core", "demand", "compute", "start_ns", "sequence"};
-    static const int writable[COUNT] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
-    PyObject *objects[COUNT];
-    long long k;
+    static const char *const names[COUNT - COMMON] = {"core", "demand", "compute", "start_ns",
+                                                      "sequence"};
+    static const int writable[COUNT - COMMON] = {0, 1, 1, 1, 1};
+    int64_t k;
     Inputs in;
     Prices prices;
     PyObject *result = NULL;
     int64_t *scratch = NULL;
     Heap heap = {NULL, 0};
-    in.count = 0;
-    if (!PyArg_ParseTuple(args, "LOOOOOOOOOOOO", &k, &objects[0], &objects[1], &objects[2],
-                          &objects[3], &objects[4], &objects[5], &objects[6], &objects[7],
-                          &objects[8], &objects[9], &objects[10], &objects[11]))
-        return NULL;
-    if (read_inputs(&in, objects, names, writable, COUNT) < 0 ||
-        check_common(&in, k, 0, &prices) < 0)
+    if (parse_inputs(args, COUNT - COMMON, names, writable, 0, &k, &in, &prices) < 0)
         goto cleanup;
     Py_ssize_t t = in.length[COST], e = in.length[PRED_SOURCE];
     if (in.length[CORE] != t || in.length[DEMAND] != k || in.length[COMPUTE] != k ||

@@ -434,7 +434,8 @@ class StagePlacer:
 
     def replicated(self, stage: StageArrays, prices: RegionPrices) -> np.ndarray | None:
         """Earliest-finish placement over planned weight copies (module docstring): the
-        region core position of every task, or None when `plan_copies` has no plan.
+        region core position of every task, or None when `plan_copies` has no plan
+        (or, which a plan rules out, no core holds all of a task's weights).
 
         ``O(T k + E k)`` for ``T`` tasks, ``E`` edges and ``k`` region cores, after
         the plan's own cost.
