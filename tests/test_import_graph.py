@@ -2,10 +2,11 @@
 
 The graph is built with `ast` from every import in ``raptor_cp`` (module-level and
 inside functions), except those under ``if TYPE_CHECKING:``, which never run. A
-``from package import name`` where ``name`` is a submodule is an edge to that
-submodule. Importing a submodule also runs its parent packages' ``__init__``;
-those implicit edges are left out, since a package's ``__init__`` re-exporting its
-own modules is the usual layout, not a cycle between ideas.
+``from package import name`` where ``name`` is a submodule (a Python module or a
+compiled loop built from a ``.c`` file) is an edge to that submodule. Importing a
+submodule also runs its parent packages' ``__init__``; those implicit edges are
+left out, since a package's ``__init__`` re-exporting its own modules is the usual
+layout, not a cycle between ideas.
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
 
 def import_graph() -> nx.DiGraph:
     modules = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    compiled = {module_name(p) for p in PACKAGE.rglob("*.c")}
     graph = nx.DiGraph()
     graph.add_nodes_from(modules)
+    graph.add_nodes_from(compiled)
     for name, path in modules.items():
         for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
@@ -56,12 +59,12 @@ def import_graph() -> nx.DiGraph:
             else:
                 targets = [
                     f"{node.module}.{alias.name}"
-                    if f"{node.module}.{alias.name}" in modules
+                    if f"{node.module}.{alias.name}" in modules.keys() | compiled
                     else node.module
                     for alias in node.names
                 ]
             for target in targets:
-                if target in modules and target != name:
+                if (target in modules or target in compiled) and target != name:
                     graph.add_edge(name, target)
     return graph
 
