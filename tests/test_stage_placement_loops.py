@@ -25,7 +25,7 @@ from raptor_cp.pipeline import _stage_placement
 from raptor_cp.pipeline.layout import RegionPrices, StageArrays, StagePlacer
 from raptor_cp.targets.base import TransferTerms
 from raptor_cp.targets.generic import GenericTarget
-from raptor_cp.targets.registry import resolve_target
+from raptor_cp.targets.registry import TARGET_PRESETS, resolve_target
 
 
 @dataclass(frozen=True)
@@ -269,7 +269,9 @@ def test_the_stages_vary_what_the_rules_decide() -> None:
     }
 
 
-@pytest.mark.parametrize("spec", ["arch-a", "pimcomp", "ipu-mk2", "generic:12:3", "generic:5"])
+@pytest.mark.parametrize(
+    "spec", [preset.name for preset in TARGET_PRESETS] + ["generic:12:3", "generic:5"]
+)
 def test_transfer_terms_price_like_transfer_ns(spec: str) -> None:
     target = resolve_target(spec)
     rng = random.Random(spec)
