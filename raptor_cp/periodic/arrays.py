@@ -1,7 +1,7 @@
 """What the compiled loops read: flat, C-contiguous int64 arrays.
 
 Every compiled loop (`raptor_cp.periodic._queue_core`, `._rendezvous_core`,
-`._ranked_order`, `._policy_evaluation`, `raptor_cp.heuristics._range_probe`,
+`._ranked_order`, `._policy_iteration`, `raptor_cp.heuristics._range_probe`,
 `raptor_cp.pipeline._stage_placement`) takes its inputs through the buffer
 protocol and rejects anything else.
 """

@@ -27,8 +27,8 @@ end every edge has ``lambda(u) >= lambda(v)`` and, when equal,
 constant) this proves that no cycle ratio exceeds ``lambda``. That certificate
 is re-checked edge by edge in Python integers before the result is returned.
 
-Evaluation is a compiled walk (`_policy_evaluation.c`) and improvement is
-vectorized with numpy, both in int64; the inputs must keep ``sum|w| * sum d``
+The iteration (evaluation and both steps) is a compiled loop
+(`_policy_iteration.c`) in int64; the inputs must keep ``sum|w| * sum d``
 below 2^61 so no intermediate overflows.
 
 References
@@ -48,7 +48,7 @@ from fractions import Fraction
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError
-from raptor_cp.periodic import _policy_evaluation
+from raptor_cp.periodic import _policy_iteration
 from raptor_cp.periodic.arrays import int64_array
 from raptor_cp.periodic.graph import PeriodicGraph, canonical_cycle
 
@@ -76,13 +76,6 @@ class _Edges:
     ids: np.ndarray
     into: np.ndarray
     into_start: np.ndarray
-
-    def entering(self, nodes: np.ndarray) -> np.ndarray:
-        """Slots of the edges entering ``nodes``."""
-        first, last = self.into_start[nodes], self.into_start[nodes + 1]
-        counts = last - first
-        offsets = np.repeat(first - np.cumsum(counts) + counts, counts)
-        return self.into[offsets + np.arange(int(counts.sum()))]
 
 
 @dataclass(frozen=True)
@@ -115,9 +108,8 @@ def howard(graph: PeriodicGraph, weights: np.ndarray, edges: np.ndarray) -> Howa
 
     Returns the exact ratio, the policy cycle attaining it (rotated to start at
     its smallest edge id; the one with the smallest root among ties) and the
-    number of policy evaluations. An iteration costs ``O(V + E log E)`` (the
-    evaluation ``O(V)``, the improvement steps' grouping sorts); storage is
-    ``O(V + E)``.
+    number of policy evaluations. An iteration costs ``O(V + E + C log C)`` for
+    ``C`` policy cycles; storage is ``O(V + E)``.
 
     Raises `InvalidInstanceError` when ``sum|w| * sum d`` over ``edges`` reaches
     2^61 (int64 could overflow); the bisection has no such limit.
@@ -133,21 +125,18 @@ def howard(graph: PeriodicGraph, weights: np.ndarray, edges: np.ndarray) -> Howa
     into_start = np.zeros(graph.num_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(graph.v[ids], minlength=graph.num_nodes), out=into_start[1:])
     arcs = _Edges(graph.u[ids], graph.v[ids], weights[ids], graph.d[ids], ids, into, into_start)
-    nodes = np.unique(arcs.u)
+    nodes = arcs.u[np.flatnonzero(np.diff(arcs.u, prepend=-1))]  # arcs.u is sorted
     policy = np.full(graph.num_nodes, -1, dtype=np.int64)
     policy[nodes] = _group_best(arcs.u, (arcs.w,), ids)
-    iterations = 0
-    while True:
-        iterations += 1
-        values = _evaluate(nodes, policy, arcs)
-        ratios = [Fraction(int(values.lam_p[r]), int(values.lam_q[r])) for r in values.roots]
-        rank_of_cycle = np.empty(len(ratios), dtype=np.int64)
-        rank_of_cycle[sorted(range(len(ratios)), key=ratios.__getitem__)] = range(len(ratios))
-        rank = rank_of_cycle[values.component]
-        if not _raise_ratios(policy, arcs, values, rank) and not _raise_potentials(
-            policy, arcs, values, rank
-        ):
-            break
+    size = graph.num_nodes
+    lam_p, lam_q, value, component = (np.empty(size, dtype=np.int64) for _ in range(4))
+    roots = np.empty(nodes.shape[0], dtype=np.int64)
+    iterations, cycles = _policy_iteration.iterate(
+        *(int64_array(a) for a in (arcs.u, arcs.v, arcs.w, arcs.d, ids, into_start, into, nodes)),
+        policy, lam_p, lam_q, value, component, roots,
+    )  # fmt: skip
+    values = _Values(lam_p, lam_q, value, roots[:cycles].tolist(), component)
+    ratios = [Fraction(int(lam_p[r]), int(lam_q[r])) for r in values.roots]
     _certify(graph.name, arcs, values)
     best = max(range(len(ratios)), key=lambda i: (ratios[i], -values.roots[i]))
     root = values.roots[best]
@@ -163,65 +152,6 @@ def _group_best(group: np.ndarray, keys: tuple[np.ndarray, ...], ids: np.ndarray
     order = np.lexsort((-ids, *reversed(keys), group))
     last = np.flatnonzero(np.append(group[order][1:] != group[order][:-1], True))
     return order[last]
-
-
-def _evaluate(nodes: np.ndarray, policy: np.ndarray, arcs: _Edges) -> _Values:
-    """Ratio ``p/q``, scaled potential ``X`` and policy cycle of every node under ``policy``.
-
-    One walk per node in a compiled loop (`raptor_cp.periodic._policy_evaluation`),
-    ``O(V)``: each walk ends on a node already evaluated or closes a new cycle,
-    whose smallest node is its root; potentials follow the policy edges back
-    from the roots.
-    """
-    size = policy.shape[0]
-    succ = np.zeros(size, dtype=np.int64)
-    weight = np.zeros(size, dtype=np.int64)
-    distance = np.zeros(size, dtype=np.int64)
-    chosen = policy[nodes]
-    succ[nodes], weight[nodes], distance[nodes] = arcs.v[chosen], arcs.w[chosen], arcs.d[chosen]
-    lam_p, lam_q, value, component = (np.empty(size, dtype=np.int64) for _ in range(4))
-    roots = np.empty(nodes.shape[0], dtype=np.int64)
-    cycles = _policy_evaluation.evaluate(
-        int64_array(nodes), succ, weight, distance, lam_p, lam_q, value, component, roots
-    )
-    return _Values(lam_p, lam_q, value, roots[:cycles].tolist(), component)
-
-
-def _raise_ratios(policy: np.ndarray, arcs: _Edges, values: _Values, rank: np.ndarray) -> bool:
-    """The cascading ratio step on ``policy`` and ``rank`` (a copy); True if anything switched.
-
-    Ratios are compared through ``rank``, each node's position among the distinct
-    policy-cycle ratios sorted exactly. Each round reads the ranks of its start.
-    """
-    rank = rank.copy()
-    slots = np.arange(arcs.u.shape[0])
-    switched = False
-    while slots.size:
-        up = slots[rank[arcs.v[slots]] > rank[arcs.u[slots]]]
-        if not up.size:
-            break
-        v = arcs.v[up]
-        val = values.lam_q[v] * arcs.w[up] - values.lam_p[v] * arcs.d[up] + values.value[v]
-        chosen = up[_group_best(arcs.u[up], (rank[v], val), arcs.ids[up])]
-        raised = arcs.u[chosen]
-        policy[raised], rank[raised] = chosen, rank[arcs.v[chosen]]
-        slots = arcs.entering(raised)
-        switched = True
-    return switched
-
-
-def _raise_potentials(policy: np.ndarray, arcs: _Edges, values: _Values, rank: np.ndarray) -> bool:
-    """The potential step on ``policy``; True if any node switched."""
-    same = np.flatnonzero(rank[arcs.v] == rank[arcs.u])
-    u, v = arcs.u[same], arcs.v[same]
-    val = values.lam_q[u] * arcs.w[same] - values.lam_p[u] * arcs.d[same] + values.value[v]
-    gain = val > values.value[u]
-    if not gain.any():
-        return False
-    better = same[gain]
-    chosen = better[_group_best(arcs.u[better], (val[gain],), arcs.ids[better])]
-    policy[arcs.u[chosen]] = chosen
-    return True
 
 
 def _certify(name: str, arcs: _Edges, values: _Values) -> None:
