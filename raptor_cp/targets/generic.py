@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from raptor_cp.errors import InvalidConfigError
+from raptor_cp.errors import CapabilityUnavailableError, InvalidConfigError
 from raptor_cp.limits import MAX_INTEGER, check_cores, integer_text
 from raptor_cp.targets.base import (
     UNLIMITED_CAPACITY,
@@ -113,12 +113,16 @@ class GenericTarget:
 
         Raises
         ------
-        NotImplementedError
-            In a subclass that reprices `transfer_ns` without repricing this too.
+        CapabilityUnavailableError
+            In a subclass that reprices `transfer_ns` without repricing this too: its
+            prices are not known in table form, and guessing them would misprice.
         """
         if not self.uniform_transfers:
-            raise NotImplementedError(
-                f"{type(self).__name__} reprices transfer_ns and must give transfer_terms too"
+            raise CapabilityUnavailableError(
+                f"{self.name}: {type(self).__name__} reprices transfer_ns but gives no "
+                "transfer_terms, which stage placement prices with",
+                target=self.name,
+                capability="transfer terms",
             )
         return TransferTerms(None, None, 1, self._distinct_transfer_ns)
 
