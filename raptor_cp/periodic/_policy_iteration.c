@@ -25,11 +25,6 @@
 
 #include "_loop_support.h"
 
-enum { NODES, SUCC, WEIGHT, DISTANCE, LAM_P, LAM_Q, VALUE, COMPONENT, ROOTS, NUM_ARRAYS };
-
-static const char *const ARRAY_NAMES[NUM_ARRAYS] = {
-    "nodes", "succ", "weight", "distance", "lam_p", "lam_q", "value", "component", "roots"};
-
 static int ascending(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
@@ -119,85 +114,17 @@ static Py_ssize_t evaluate_policy(Py_ssize_t size, Py_ssize_t n, const int64_t *
     return cycles;
 }
 
-/* evaluate(nodes, succ, weight, distance, lam_p, lam_q, value, component, roots) -> cycles
- *
- * succ, weight and distance are per node (the policy edge's head, weight and
- * distance; read for nodes of `nodes` only). Writes the four per-node outputs
- * and the cycles' roots, ascending, into roots[0..cycles). */
-static PyObject *evaluate(PyObject *self, PyObject *args) {
-    PyObject *objects[NUM_ARRAYS];
-    Array arrays[NUM_ARRAYS];
-    int64_t *p[NUM_ARRAYS];
-    PyObject *result = NULL;
-    int64_t *scratch = NULL;
-    for (int i = 0; i < NUM_ARRAYS; i++) arrays[i].held = 0;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objects[0], &objects[1], &objects[2], &objects[3],
-                          &objects[4], &objects[5], &objects[6], &objects[7], &objects[8]))
-        return NULL;
-    for (int i = 0; i < NUM_ARRAYS; i++) {
-        p[i] = array_of(objects[i], &arrays[i], ARRAY_NAMES[i], i >= LAM_P);
-        if (p[i] == NULL) goto cleanup;
-    }
-    Py_ssize_t n = arrays[NODES].view.len / 8, size = arrays[SUCC].view.len / 8;
-    for (int i = WEIGHT; i < NUM_ARRAYS; i++) {
-        Py_ssize_t expected = i == ROOTS ? n : size;
-        if (arrays[i].view.len / 8 != expected) {
-            PyErr_Format(PyExc_ValueError, "evaluate: %s has the wrong length", ARRAY_NAMES[i]);
-            goto cleanup;
-        }
-    }
-    const int64_t *nodes = p[NODES], *succ = p[SUCC], *weight = p[WEIGHT],
-                  *distance = p[DISTANCE];
-    int64_t *lam_p = p[LAM_P], *lam_q = p[LAM_Q], *value = p[VALUE], *component = p[COMPONENT];
-    int64_t *roots = p[ROOTS];
-    /* state[x]: 0 unseen, 1 on the current walk, 2 done; root_of[x]; the walk itself. */
-    scratch = calloc((size_t)(3 * (size > 0 ? size : 1)), sizeof(int64_t));
-    if (!scratch) {
-        PyErr_NoMemory();
-        goto cleanup;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t x = nodes[i];
-        if (x < 0 || x >= size || (i > 0 && nodes[i - 1] >= x)) {
-            PyErr_SetString(PyExc_ValueError, "evaluate: nodes must be ascending node ids");
-            goto cleanup;
-        }
-        scratch[x] = 1;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (succ[nodes[i]] < 0 || succ[nodes[i]] >= size || scratch[succ[nodes[i]]] != 1) {
-            PyErr_SetString(PyExc_ValueError, "evaluate: a policy edge leaves the nodes");
-            goto cleanup;
-        }
-    result = PyLong_FromSsize_t(evaluate_policy(size, n, nodes, succ, weight, distance, lam_p,
-                                                lam_q, value, component, roots, scratch));
-
-cleanup:
-    for (int i = 0; i < NUM_ARRAYS; i++)
-        if (arrays[i].held) PyBuffer_Release(&arrays[i].view);
-    free(scratch);
-    return result;
-}
-
-
-/* p1/q1 against p2/q2 (q > 0): -1, 0 or 1, exactly. */
-static int compare_ratios(int64_t p1, int64_t q1, int64_t p2, int64_t q2) {
-    __int128 left = (__int128)p1 * q2, right = (__int128)p2 * q1;
-    return (left > right) - (left < right);
-}
-
+/* A policy cycle for ranking: its ratio p/q (q > 0) and its index (root order). */
 typedef struct {
-    const int64_t *lam_p, *lam_q, *roots;
-} CycleOrder;
+    int64_t p, q, index;
+} Cycle;
 
-static const CycleOrder *sorting; /* qsort's comparator has no context argument */
-
-static int by_ratio_then_root(const void *a, const void *b) {
-    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
-    const CycleOrder *o = sorting;
-    int64_t ri = o->roots[i], rj = o->roots[j];
-    int order = compare_ratios(o->lam_p[ri], o->lam_q[ri], o->lam_p[rj], o->lam_q[rj]);
-    return order ? order : (i > j) - (i < j);
+/* By ratio, compared exactly in 128 bits, then by index. */
+static int by_ratio_then_index(const void *a, const void *b) {
+    const Cycle *x = a, *y = b;
+    __int128 left = (__int128)x->p * y->q, right = (__int128)y->p * x->q;
+    if (left != right) return (left > right) - (left < right);
+    return (x->index > y->index) - (x->index < y->index);
 }
 
 /* Whether slot e beats slot f (f < 0: none yet) for one node: larger `first`, then
@@ -230,6 +157,7 @@ static PyObject *iterate(PyObject *self, PyObject *args) {
     int64_t *p[NUM_ITERATE];
     PyObject *result = NULL;
     int64_t *scratch = NULL;
+    Cycle *ranked = NULL;
     for (int i = 0; i < NUM_ITERATE; i++) arrays[i].held = 0;
     if (PyTuple_GET_SIZE(args) != NUM_ITERATE) {
         PyErr_SetString(PyExc_TypeError, "iterate takes 14 arrays");
@@ -268,17 +196,18 @@ static PyObject *iterate(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "iterate: a node's policy is not one of its edges");
             goto cleanup;
         }
-    /* evaluation scratch (3 size), succ, weight, distance, rank, new_rank, best, order,
-     * slots, next_slots, touched (size or e_count each) */
-    size_t slots_needed = (size_t)(3 * size + 8 * size + 2 * e_count + 1);
+    /* evaluation scratch (3 size); succ, weight, distance, rank, new_rank, best,
+     * raised_rank, touched (size each); slots, next_slots (e_count each) */
+    size_t slots_needed = (size_t)(11 * size + 2 * e_count + 1);
     scratch = malloc(slots_needed * sizeof(int64_t));
-    if (!scratch) {
+    ranked = malloc((size_t)(n > 0 ? n : 1) * sizeof(Cycle));
+    if (!scratch || !ranked) {
         PyErr_NoMemory();
         goto cleanup;
     }
     int64_t *walk_scratch = scratch, *succ = scratch + 3 * size, *weight = succ + size;
     int64_t *distance = weight + size, *rank = distance + size, *new_rank = rank + size;
-    int64_t *best = new_rank + size, *order = best + size, *touched = order + size;
+    int64_t *best = new_rank + size, *raised_rank = best + size, *touched = raised_rank + size;
     int64_t *slots = touched + size, *next_slots = slots + e_count;
     for (Py_ssize_t x = 0; x < size; x++) {
         succ[x] = x;
@@ -298,11 +227,10 @@ static PyObject *iterate(PyObject *self, PyObject *args) {
         cycles = evaluate_policy(size, n, nodes, succ, weight, distance, lam_p, lam_q, value,
                                  component, roots, walk_scratch);
         /* Each cycle's rank among the cycles sorted by ratio (ties: root order). */
-        for (Py_ssize_t i = 0; i < cycles; i++) order[i] = i;
-        CycleOrder cycle_order = {lam_p, lam_q, roots};
-        sorting = &cycle_order;
-        qsort(order, (size_t)cycles, sizeof(int64_t), by_ratio_then_root);
-        for (Py_ssize_t i = 0; i < cycles; i++) new_rank[order[i]] = i;
+        for (Py_ssize_t i = 0; i < cycles; i++)
+            ranked[i] = (Cycle){lam_p[roots[i]], lam_q[roots[i]], i};
+        qsort(ranked, (size_t)cycles, sizeof(Cycle), by_ratio_then_index);
+        for (Py_ssize_t i = 0; i < cycles; i++) new_rank[ranked[i].index] = i;
         for (Py_ssize_t x = 0; x < size; x++) rank[x] = new_rank[component[x]];
         /* Ratio step, cascading: a round reads the ranks as they were at its start. */
         int switched = 0;
@@ -325,12 +253,13 @@ static PyObject *iterate(PyObject *self, PyObject *args) {
             }
             if (raised == 0) break;
             /* New ranks from the round's start, then switch. */
-            for (Py_ssize_t k = 0; k < raised; k++) order[k] = cascade_rank[v[best[touched[k]]]];
+            for (Py_ssize_t k = 0; k < raised; k++)
+                raised_rank[k] = cascade_rank[v[best[touched[k]]]];
             Py_ssize_t next_count = 0;
             for (Py_ssize_t k = 0; k < raised; k++) {
                 int64_t a = touched[k];
                 policy[a] = best[a];
-                cascade_rank[a] = order[k];
+                cascade_rank[a] = raised_rank[k];
                 best[a] = -1;
                 for (int64_t j = into_start[a]; j < into_start[a + 1]; j++)
                     next_slots[next_count++] = into[j];
@@ -366,13 +295,11 @@ cleanup:
     for (int i = 0; i < NUM_ITERATE; i++)
         if (arrays[i].held) PyBuffer_Release(&arrays[i].view);
     free(scratch);
+    free(ranked);
     return result;
 }
 
 static PyMethodDef methods[] = {
-    {"evaluate", evaluate, METH_VARARGS,
-     "evaluate(nodes, succ, weight, distance, lam_p, lam_q, value, component, roots) -> cycles: "
-     "Howard's policy evaluation (ratio, potential and cycle of every node)"},
     {"iterate", iterate, METH_VARARGS,
      "iterate(u, v, w, d, ids, into_start, into, nodes, policy, lam_p, lam_q, value, component, "
      "roots) -> (evaluations, cycles): Howard's policy iteration to its fixed point"},
