@@ -347,7 +347,7 @@ class StagePlacer:
         return StageArrays(
             tasks=tuple(tasks),
             cost=int64_array([self.cost[t] for t in tasks]),
-            pred_start=int64_array(np.concatenate([[0], np.cumsum(counts[: len(tasks)])])),
+            pred_start=int64_array(np.concatenate([[0], np.cumsum(counts)])),
             pred_source=int64_array([producer[i] for i in order]),
             nbytes=tuple(self.nbytes[e] for e in ordered),
             direct=tuple(self.direct[e] for e in ordered),
