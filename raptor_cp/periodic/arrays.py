@@ -1,9 +1,9 @@
 """What the compiled loops read: flat, C-contiguous int64 arrays.
 
 Every compiled loop (`raptor_cp.periodic._queue_core`, `._rendezvous_core`,
-`._ranked_order`, `._policy_iteration`, `raptor_cp.heuristics._range_probe`,
-`raptor_cp.pipeline._stage_placement`) takes its inputs through the buffer
-protocol and rejects anything else.
+`._ranked_order`, `._policy_iteration`, `._event_chain`,
+`raptor_cp.heuristics._range_probe`, `raptor_cp.pipeline._stage_placement`) takes
+its inputs through the buffer protocol and rejects anything else.
 """
 
 from __future__ import annotations

@@ -51,17 +51,17 @@ dependency diagnostics" and "Post-codegen instruction diagnostic"):
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from functools import cached_property
 
 import numpy as np
 
 from raptor_cp.errors import InvalidInstanceError, TimingUnavailableError
-from raptor_cp.periodic.graph import NO_LABEL, PeriodicGraph
+from raptor_cp.periodic import _event_chain
+from raptor_cp.periodic.graph import PeriodicGraph
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 
 # The step types are used here and re-exported: a builder needs only this module.
@@ -306,61 +306,215 @@ def link_id(num_cores: int, src: int, dst: int) -> int:
     return src * (num_cores + 1) + (num_cores if dst == GLOBAL_MEMORY else dst)
 
 
-class _Builder:
-    """Growing node and edge lists of one `build_events` call."""
-
-    def __init__(self, num_cores: int, name: str) -> None:
-        self.num_cores = num_cores
-        self.name = name
-        self.core: list[int] = []
-        self.kind: list[int] = []
-        self.step: list[int] = []
-        self.resource: list[int] = []
-        self.service: list[int] = []
-        self.release: list[int] = []
-        self.edges: list[tuple[int, int, int, int, int]] = []
-
-    def node(
-        self, kind: EventKind, core: int, step: int, resource: int = NO_RESOURCE, service: int = 0
-    ) -> int:
-        if service > MAX_TIMING_NS:
-            self.in_range(service)
-        x = len(self.core)
-        self.core.append(core)
-        self.kind.append(kind)
-        self.step.append(step)
-        self.resource.append(resource)
-        self.service.append(service)
-        self.release.append(x)
-        return x
-
-    def edge(self, u: int, v: int, w: int, d: int = 0, link: int = NO_LABEL) -> None:
-        if w > MAX_TIMING_NS:
-            self.in_range(w)
-        self.edges.append((u, v, w, d, link))
-
-    def in_range(self, ns: int) -> None:
-        """Raise `TimingUnavailableError` for a time beyond `MAX_TIMING_NS`."""
-        if ns > MAX_TIMING_NS:
-            raise TimingUnavailableError(
-                f"{self.name}: a time of {ns} ns is outside the supported range "
-                f"(at most {MAX_TIMING_NS} ns)"
-            )
-
-    def link(self, src: int, dst: int) -> int:
-        return link_id(self.num_cores, src, dst)
+_STEP_CODE = {Compute: 0, Send: 1, Recv: 2, Load: 3, Store: 4, Signal: 5, Wait: 6}
+"""A step's kind as `_event_chain` reads it (its ``COMPUTE`` .. ``WAIT``)."""
+_COMPUTE, _SEND, _RECV, _LOAD, _STORE, _SIGNAL, _WAIT = range(7)
+_NOT_A_STEP = -1
 
 
-@dataclass
-class _Transfer:
-    """One SEND (or RECV) waiting for its match: its events and step position."""
+@dataclass(frozen=True)
+class _StepTable:
+    """Every core's steps as columns, in program order (core by core).
 
-    core: int
-    step: int
-    nbytes: int
-    first: int
-    second: int
-    third: int = -1
+    ``code`` is `_STEP_CODE` (`_NOT_A_STEP` for anything else); ``peer`` the peer
+    core of a SEND, RECV or SIGNAL; ``value`` a COMPUTE's ns, a transfer's bytes or
+    a SIGNAL's or WAIT's register; ``count`` a WAIT's count. ``core`` and ``origin``
+    (the number messages give the step) per step; core ``c``'s steps are
+    ``start[c]:start[c + 1]``.
+    """
+
+    code: np.ndarray
+    peer: np.ndarray
+    value: np.ndarray
+    count: np.ndarray
+    core: np.ndarray
+    origin: np.ndarray
+    start: np.ndarray
+
+
+def _step_table(cores: list[list[Step]], origin: list[list[int]] | None) -> _StepTable:
+    """The steps as columns: one pass over the step objects, the rest numpy.
+
+    The columns are int64 unless some field is not a 64-bit integer (a float, a
+    huge time): then ``peer``, ``value`` and ``count`` hold the Python objects for
+    `_check_steps` and `_step_prices` to report.
+    """
+    rows: list[tuple[int, object, object, object]] = []
+    add = rows.append
+    for steps in cores:
+        for step in steps:
+            kind = type(step)
+            if kind is Compute:
+                add((_COMPUTE, 0, step.ns, 0))
+            elif kind is Send or kind is Recv:
+                add((_STEP_CODE[kind], step.peer, step.nbytes, 0))
+            elif kind is Load or kind is Store:
+                add((_STEP_CODE[kind], 0, step.nbytes, 0))
+            elif kind is Signal:
+                add((_SIGNAL, step.peer, step.register, 0))
+            elif kind is Wait:
+                add((_WAIT, 0, step.register, step.count))
+            else:
+                add((_NOT_A_STEP, 0, 0, 0))
+    lengths = np.fromiter((len(steps) for steps in cores), dtype=np.int64, count=len(cores))
+    start = np.zeros(len(cores) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=start[1:])
+    table = np.array(rows) if rows else np.zeros((0, 4), dtype=np.int64)
+    if table.dtype.kind != "i":
+        table = np.array(rows, dtype=object)
+    core = np.repeat(np.arange(len(cores), dtype=np.int64), lengths)
+    if origin is None:
+        positions = np.arange(len(rows), dtype=np.int64) - start[core]
+    else:
+        positions = np.fromiter(
+            (i for numbers in origin for i in numbers), dtype=np.int64, count=len(rows)
+        )
+    code = table[:, 0].astype(np.int64)
+    return _StepTable(code, table[:, 1], table[:, 2], table[:, 3], core, positions, start)
+
+
+_INT64 = 2**63
+
+
+def _fits(code: int, peer: object, value: object, count: object) -> bool:
+    """Whether a step's fields are integers, and 64-bit where they are not times or
+    sizes (those are range errors, `_step_prices`)."""
+    if not all(isinstance(x, (int, np.integer)) for x in (peer, value, count)):
+        return False
+    small = (peer, count, value) if code in (_SIGNAL, _WAIT) else (peer, count)
+    return all(-_INT64 <= x < _INT64 for x in small)  # type: ignore[operator]
+
+
+def _check_steps(cores: list[list[Step]], table: _StepTable, name: str) -> None:
+    """Raise `InvalidInstanceError` for the first malformed step in program order."""
+    num_cores = len(cores)
+    code, core, peer, value, count = table.code, table.core, table.peer, table.value, table.count
+    bad = code == _NOT_A_STEP
+    if value.dtype == object:
+        fits = np.fromiter(
+            map(_fits, code.tolist(), peer, value, count), dtype=bool, count=code.size
+        )
+        bad |= ~fits
+        peer, value, count = (np.where(fits, column, 0) for column in (peer, value, count))
+    has_peer = (code == _SEND) | (code == _RECV) | (code == _SIGNAL)
+    bad |= (value < 0) | (count < 0)
+    bad |= has_peer & ((peer < 0) | (peer >= num_cores))
+    bad |= has_peer & (code != _SIGNAL) & (peer == core)
+    if bad.any():
+        first = int(np.argmax(bad))
+        c = int(core[first])
+        step = cores[c][first - int(table.start[c])]
+        _check_step(step, c, int(table.origin[first]), num_cores, name)
+
+
+def _check_step(step: object, c: int, i: int, num_cores: int, name: str) -> None:
+    """Raise `InvalidInstanceError` for what is wrong with ``step`` (core ``c``, step ``i``)."""
+    kind = type(step)
+    where = f"{name}: core {c} step {i}"
+    if kind not in _STEP_CODE:
+        raise InvalidInstanceError(f"{where}: not a Step: {step!r}")
+    names = [f.name for f in fields(step)]  # type: ignore[arg-type]
+    for field_name in names:
+        x = getattr(step, field_name)
+        if not isinstance(x, (int, np.integer)):
+            raise InvalidInstanceError(f"{where}: {field_name} is {x!r}, not an integer")
+        if field_name in ("peer", "register", "count") and not -_INT64 <= x < _INT64:
+            raise InvalidInstanceError(f"{where}: {field_name} is {x}, beyond 64 bits")
+    if kind is Send or kind is Recv or kind is Signal:
+        _peer(step.peer, num_cores, c, kind is Signal, name, i)  # type: ignore[union-attr]
+    for field_name in names:
+        if field_name != "peer":
+            _non_negative(getattr(step, field_name), field_name, name, c, i)
+    raise AssertionError(f"{where} was flagged but passes every check")
+
+
+def _out_of_range(name: str, ns: int) -> TimingUnavailableError:
+    return TimingUnavailableError(
+        f"{name}: a time of {ns} ns is outside the supported range (at most {MAX_TIMING_NS} ns)"
+    )
+
+
+def _price_rules(timing: StepTiming) -> dict[tuple[int, int], tuple[Callable[..., int], str]]:
+    """``(step code, price column) -> (price, argument columns)``: the table in
+    `_event_chain.c` (columns ``a, b, c``; arguments from ``core``, ``peer``,
+    ``memory`` (`GLOBAL_MEMORY`) and ``bytes``)."""
+    return {
+        (_SEND, 0): (timing.control_ns, "core peer"),
+        (_SEND, 1): (timing.data_ns, "core peer bytes"),
+        (_SEND, 2): (timing.local_read_ns, "bytes"),
+        (_RECV, 0): (timing.control_ns, "core peer"),
+        (_RECV, 2): (timing.local_write_ns, "bytes"),
+        (_LOAD, 0): (timing.control_ns, "core memory"),
+        (_LOAD, 1): (timing.global_read_ns, "bytes"),
+        (_LOAD, 2): (timing.local_write_ns, "bytes"),
+        (_STORE, 0): (timing.data_ns, "core memory bytes"),
+        (_STORE, 1): (timing.global_write_ns, "bytes"),
+        (_STORE, 2): (timing.local_read_ns, "bytes"),
+        (_SIGNAL, 0): (timing.control_ns, "core peer"),
+        (_SIGNAL, 2): (timing.cycle_ns, ""),
+    }
+
+
+def _priced(price: Callable[..., int], arguments: list[np.ndarray], rows: int) -> np.ndarray:
+    """``price(*key)`` per row (Python ints), called once per distinct key; values
+    beyond `MAX_TIMING_NS` are clamped to one more (the caller reports them)."""
+    if not arguments:
+        return np.full(rows, min(price(), MAX_TIMING_NS + 1), dtype=np.int64)
+    order = np.lexsort(arguments[::-1])
+    keys = np.stack(arguments, axis=1)[order]
+    first = np.ones(rows, dtype=bool)
+    first[1:] = (keys[1:] != keys[:-1]).any(axis=1)
+    values = [min(price(*key), MAX_TIMING_NS + 1) for key in keys[first].tolist()]
+    priced = np.empty(rows, dtype=np.int64)
+    priced[order] = np.array(values, dtype=np.int64)[np.cumsum(first) - 1]
+    return priced
+
+
+def _step_prices(table: _StepTable, timing: StepTiming, name: str) -> np.ndarray:
+    """The prices ``a``, ``b``, ``c`` of every step (rows of the result; the table in
+    `_event_chain.c`).
+
+    Raises `TimingUnavailableError` naming the first time beyond `MAX_TIMING_NS`
+    in program order (``a``, then ``b``, then ``c`` within a step); a time or a
+    size too large for 64 bits is reported first.
+    """
+    if table.value.dtype == object:
+        first = int(np.argmax(table.value >= _INT64))
+        if table.code[first] == _COMPUTE:
+            raise _out_of_range(name, int(table.value[first]))
+        raise TimingUnavailableError(
+            f"{name}: core {int(table.core[first])} step {int(table.origin[first])}: a size "
+            f"of {int(table.value[first])} bytes is outside the supported range"
+        )
+    code = table.code
+    columns = {
+        "core": table.core,
+        "peer": table.peer,
+        "memory": np.full(code.size, GLOBAL_MEMORY, dtype=np.int64),
+        "bytes": table.value,
+    }
+    prices = np.zeros((3, code.size), dtype=np.int64)
+    compute = code == _COMPUTE
+    prices[0, compute] = np.minimum(table.value[compute], MAX_TIMING_NS + 1)
+    rules = _price_rules(timing)
+    rows_of = {k: np.flatnonzero(code == k) for k in range(_SEND, _WAIT)}
+    for (k, column), (price, names) in rules.items():
+        rows = rows_of[k]
+        if rows.size:
+            arguments = [columns[a][rows] for a in names.split()]
+            prices[column, rows] = _priced(price, arguments, rows.size)
+    beyond = (prices > MAX_TIMING_NS).T.reshape(-1)
+    if beyond.any():
+        row, column = divmod(int(np.argmax(beyond)), 3)
+        if compute[row]:
+            raise _out_of_range(name, int(table.value[row]))
+        price, names = rules[int(code[row]), column]
+        raise _out_of_range(name, price(*(int(columns[a][row]) for a in names.split())))
+    return prices
+
+
+_EVENTS_PER_STEP = np.array([0, 3, 2, 2, 2, 1, 1], dtype=np.int64)
+_EDGES_PER_STEP = np.array([0, 2, 2, 2, 2, 1, 1], dtype=np.int64)
 
 
 def build_events(
@@ -384,115 +538,55 @@ def build_events(
         ``origin[c][i]`` is the number messages and `EventGraph.step` give step
         ``i`` of core ``c`` (an instruction index, say); default ``i``.
 
-    Raises `TimingUnavailableError` when a time exceeds `MAX_TIMING_NS`, and
-    `InvalidInstanceError` when a step names a core outside the list, a
-    SEND or RECV has no partner, a size or count is negative, or an event
-    register's WAIT counts per generation differ from the tokens signalled to it
-    (the counter would drift or a WAIT never complete).
+    Raises `InvalidInstanceError` for the first malformed step in program order
+    (not a step, a field that is not an integer, a negative size or count, a peer
+    outside the cores or a transfer to itself), then when a SEND or RECV has no
+    partner or an event register's WAIT counts per generation differ from the
+    tokens signalled to it (the counter would drift or a WAIT never complete).
+    Raises `TimingUnavailableError` when a time exceeds `MAX_TIMING_NS`: the first
+    such price in program order, else the first such sum of in-order work (an
+    edge's delay), else a core's work.
 
-    Time ``O(N + (F + S) log(F + S))`` for ``N`` steps, ``F`` transfers and ``S``
-    signals; the graph has ``O(F + S + L + P)`` events for ``L`` global requests
-    and ``P`` active cores.
+    The steps are read into columns in one pass, priced once per distinct
+    argument tuple, and each core's in-order chain is built by the compiled
+    `_event_chain`; transfers are matched with numpy. Time ``O(N + K log K)`` for
+    ``N`` steps of which ``K`` communicate; the graph has ``O(K + P)`` events for
+    ``P`` active cores.
     """
     num_cores = len(cores)
-    b = _Builder(num_cores, name)
-    # Prices depend on their arguments only: memoised per call (steps repeat few sizes).
-    control_ns, data_ns = functools.cache(timing.control_ns), functools.cache(timing.data_ns)
-    read_ns, write_ns = (
-        functools.cache(timing.local_read_ns),
-        functools.cache(timing.local_write_ns),
+    table = _step_table(cores, origin)
+    _check_steps(cores, table, name)
+    a, b, c = _step_prices(table, timing, name)
+    code = table.code.astype(np.int64)
+    active = int(np.count_nonzero(table.start[1:] > table.start[:-1]))
+    num_events = active + int(_EVENTS_PER_STEP[code].sum())
+    num_chain_edges = active + int(_EDGES_PER_STEP[code].sum())
+    nodes = np.empty((6, num_events), dtype=np.int64)
+    chain_edges = np.empty((5, num_chain_edges), dtype=np.int64)
+    work = np.empty(num_cores, dtype=np.int64)
+    step_event = np.empty(code.size, dtype=np.int64)
+    peer = table.peer.astype(np.int64)
+    beyond = _event_chain.chain(
+        num_cores,
+        table.start,
+        code,
+        a,
+        b,
+        c,
+        table.origin,
+        *nodes,
+        *chain_edges,
+        work,
+        step_event,
     )
-    node, edge = b.node, b.edge
-    sends: dict[tuple[int, int], list[_Transfer]] = defaultdict(list)
-    recvs: dict[tuple[int, int], list[_Transfer]] = defaultdict(list)
-    signals: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
-    waits: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    work = [0] * num_cores
-    for c, steps in enumerate(cores):
-        if not steps:
-            continue
-        entry = node(EventKind.ENTRY, c, -1)
-        last, pending = entry, 0
-        for position, step in enumerate(steps):
-            i = position if origin is None else origin[c][position]
-            kind = type(step)
-            if kind is Compute:
-                _non_negative(step.ns, "ns", name, c, i)
-                pending += step.ns
-                work[c] += step.ns
-                continue
-            if kind is Send or kind is Recv or kind is Signal:
-                _peer(step.peer, num_cores, c, kind is Signal, name, i)
-            if kind is Send:
-                _non_negative(step.nbytes, "nbytes", name, c, i)
-                request = node(EventKind.SEND_REQUEST, c, i, c, control_ns(c, step.peer))
-                edge(last, request, pending)
-                enqueue = node(EventKind.SEND_ENQUEUE, c, i)
-                ns = data_ns(c, step.peer, step.nbytes)
-                payload = node(EventKind.PAYLOAD, c, i, c, ns)
-                edge(enqueue, payload, 0)
-                sends[c, step.peer].append(_Transfer(c, i, step.nbytes, request, enqueue, payload))
-                work[c] += read_ns(step.nbytes)
-                last, pending = enqueue, 0
-            elif kind is Recv:
-                _non_negative(step.nbytes, "nbytes", name, c, i)
-                permission = node(EventKind.PERMISSION, c, i, c, control_ns(c, step.peer))
-                edge(last, permission, pending)
-                done = node(EventKind.RECV_DONE, c, i)
-                edge(permission, done, 0)
-                recvs[step.peer, c].append(_Transfer(c, i, step.nbytes, permission, done))
-                work[c] += write_ns(step.nbytes)
-                last, pending = done, 0
-            elif kind is Load or kind is Store:
-                _non_negative(step.nbytes, "nbytes", name, c, i)
-                load = kind is Load
-                if load:
-                    ns, local = control_ns(c, GLOBAL_MEMORY), 0
-                    service = timing.global_read_ns(step.nbytes)
-                    after = write_ns(step.nbytes)
-                else:
-                    ns = data_ns(c, GLOBAL_MEMORY, step.nbytes)
-                    local = read_ns(step.nbytes)
-                    service, after = timing.global_write_ns(step.nbytes), 0
-                kinds = (
-                    (EventKind.LOAD_REQUEST, EventKind.LOAD_SERVICE)
-                    if load
-                    else (EventKind.STORE_REQUEST, EventKind.STORE_SERVICE)
-                )
-                request = node(kinds[0], c, i, c, ns)
-                edge(last, request, pending + local)
-                memory = node(kinds[1], c, i, num_cores, service)
-                edge(request, memory, 0, link=b.link(c, GLOBAL_MEMORY))
-                b.release[request] = memory
-                work[c] += local + after
-                last, pending = memory, after
-            elif kind is Signal:
-                _non_negative(step.register, "register", name, c, i)
-                token = node(EventKind.SIGNAL, c, i, c, control_ns(c, step.peer))
-                edge(last, token, pending)
-                signals[step.peer, step.register].append((c, i, token))
-                cycle = timing.cycle_ns()
-                pending += cycle
-                work[c] += cycle
-            elif kind is Wait:
-                _non_negative(step.register, "register", name, c, i)
-                _non_negative(step.count, "count", name, c, i)
-                event = node(EventKind.WAIT, c, i)
-                edge(last, event, pending)
-                waits[c, step.register].append((event, step.count))
-                last, pending = event, 0
-            else:
-                raise InvalidInstanceError(f"{name}: core {c} step {i}: not a Step: {step!r}")
-        edge(last, entry, pending, 1)
-    for ns in work:
-        b.in_range(ns)
-    _match_transfers(b, sends, recvs, read_ns, write_ns)
-    notes = _match_signals(b, signals, waits)
-    u, v, w, d, link = np.array(b.edges, dtype=np.int64).reshape(-1, 5).T
-    graph = PeriodicGraph(len(b.core), u, v, w, d, core=b.core, link=link, name=name)
-    return EventGraph(
-        graph, b.resource, b.service, b.release, num_cores, b.kind, b.step, work, tuple(notes)
-    )
+    if beyond is not None:
+        raise _out_of_range(name, beyond)
+    node_core, kind, step, resource, service, release = nodes
+    transfer_edges = _match_transfers(table, code, peer, step_event, c, num_cores, name)
+    signal_edges, notes = _match_signals(table, code, peer, step_event, num_cores, name)
+    u, v, w, d, link = np.concatenate([chain_edges, transfer_edges, signal_edges], axis=1)
+    graph = PeriodicGraph(num_events, u, v, w, d, core=node_core, link=link, name=name)
+    return EventGraph(graph, resource, service, release, num_cores, kind, step, work, notes)
 
 
 def _non_negative(value: int, what: str, name: str, core: int, step: int) -> None:
@@ -509,38 +603,84 @@ def _peer(peer: int, num_cores: int, core: int, allow_self: bool, name: str, ste
 
 
 def _match_transfers(
-    b: _Builder,
-    sends: dict[tuple[int, int], list[_Transfer]],
-    recvs: dict[tuple[int, int], list[_Transfer]],
-    read_ns: Callable[[int], int],
-    write_ns: Callable[[int], int],
-) -> None:
-    """Pair the k-th SEND from ``s`` to ``r`` with the k-th RECV on ``r`` from ``s``."""
-    for pair in sorted(set(sends) | set(recvs)):
-        src, dst = pair
-        out, into = sends.get(pair, []), recvs.get(pair, [])
-        if len(out) != len(into):
-            raise InvalidInstanceError(
-                f"{b.name}: core {src} sends {len(out)} time(s) to core {dst}, which "
-                f"receives {len(into)} time(s) from it per generation"
-            )
-        for send, recv in zip(out, into, strict=True):
-            if send.nbytes != recv.nbytes:
-                raise InvalidInstanceError(
-                    f"{b.name}: core {src} step {send.step} sends {send.nbytes} bytes to "
-                    f"core {dst}, whose matching step {recv.step} receives {recv.nbytes}"
-                )
-            b.edge(send.first, recv.first, 0, link=b.link(src, dst))
-            b.edge(recv.first, send.second, read_ns(send.nbytes), link=b.link(dst, src))
-            b.edge(send.third, recv.second, write_ns(send.nbytes), link=b.link(src, dst))
+    table: _StepTable,
+    code: np.ndarray,
+    peer: np.ndarray,
+    step_event: np.ndarray,
+    local: np.ndarray,
+    num_cores: int,
+    name: str,
+) -> np.ndarray:
+    """The edges pairing the k-th SEND from ``s`` to ``r`` with the k-th RECV on ``r``
+    from ``s``, pairs ``(s, r)`` ascending: rows ``u, v, w, d, link``.
+
+    A SEND's events are ``request, enqueue, payload`` and a RECV's ``permission,
+    done`` (consecutive ids from ``step_event``); ``local`` holds a SEND's source
+    read and a RECV's destination write.
+    """
+    sends, recvs = np.flatnonzero(code == _SEND), np.flatnonzero(code == _RECV)
+    send_src, send_dst = table.core[sends], peer[sends]
+    recv_src, recv_dst = peer[recvs], table.core[recvs]
+    sends = sends[np.lexsort((send_dst, send_src))]
+    recvs = recvs[np.lexsort((recv_dst, recv_src))]
+    send_pair = table.core[sends] * num_cores + peer[sends]
+    recv_pair = peer[recvs] * num_cores + table.core[recvs]
+    pairs, send_count = np.unique(send_pair, return_counts=True)
+    recv_pairs, recv_count = np.unique(recv_pair, return_counts=True)
+    if not (np.array_equal(pairs, recv_pairs) and np.array_equal(send_count, recv_count)):
+        every = np.union1d(pairs, recv_pairs)
+        out = np.zeros(every.size, dtype=np.int64)
+        into = np.zeros(every.size, dtype=np.int64)
+        out[np.searchsorted(every, pairs)] = send_count
+        into[np.searchsorted(every, recv_pairs)] = recv_count
+        first = int(np.argmax(out != into))
+        src, dst = divmod(int(every[first]), num_cores)
+        raise InvalidInstanceError(
+            f"{name}: core {src} sends {int(out[first])} time(s) to core {dst}, which "
+            f"receives {int(into[first])} time(s) from it per generation"
+        )
+    sizes = table.value.astype(np.int64)
+    differ = np.flatnonzero(sizes[sends] != sizes[recvs])
+    if differ.size:
+        s, r = int(sends[differ[0]]), int(recvs[differ[0]])
+        raise InvalidInstanceError(
+            f"{name}: core {int(table.core[s])} step {int(table.origin[s])} sends "
+            f"{int(sizes[s])} bytes to core {int(peer[s])}, whose matching step "
+            f"{int(table.origin[r])} receives {int(sizes[r])}"
+        )
+    request, permission = step_event[sends], step_event[recvs]
+    src, dst = table.core[sends], peer[sends]
+    forward, backward = src * (num_cores + 1) + dst, dst * (num_cores + 1) + src
+    zero = np.zeros(sends.size, dtype=np.int64)
+    columns = (
+        (request, permission, zero, zero, forward),
+        (permission, request + 1, local[sends], zero, backward),
+        (request + 2, permission + 1, local[recvs], zero, forward),
+    )
+    # Three edges per match, interleaved: shape (5, 3 * matches).
+    return np.stack([np.stack(edge) for edge in columns], axis=2).reshape(5, -1)
 
 
 def _match_signals(
-    b: _Builder,
-    signals: dict[tuple[int, int], list[tuple[int, int, int]]],
-    waits: dict[tuple[int, int], list[tuple[int, int]]],
-) -> list[str]:
-    """Give each WAIT its tokens; return notes on approximate assignments."""
+    table: _StepTable,
+    code: np.ndarray,
+    peer: np.ndarray,
+    step_event: np.ndarray,
+    num_cores: int,
+    name: str,
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Give each WAIT its tokens: the edges (rows ``u, v, w, d, link``) and notes on
+    approximate assignments."""
+    signals: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
+    waits: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    registers = table.value.astype(np.int64)
+    for s in np.flatnonzero(code == _SIGNAL).tolist():
+        key = (int(peer[s]), int(registers[s]))
+        signals[key].append((int(table.core[s]), int(table.origin[s]), int(step_event[s])))
+    for s in np.flatnonzero(code == _WAIT).tolist():
+        key = (int(table.core[s]), int(registers[s]))
+        waits[key].append((int(step_event[s]), int(table.count[s])))
+    edges: list[tuple[int, int, int, int, int]] = []
     notes = []
     for key in sorted(set(signals) | set(waits)):
         core, register = key
@@ -549,7 +689,7 @@ def _match_signals(
         needed = sum(count for _, count in wanted)
         if needed != len(tokens):
             raise InvalidInstanceError(
-                f"{b.name}: core {core} event register {register}: WAITs consume {needed} "
+                f"{name}: core {core} event register {register}: WAITs consume {needed} "
                 f"token(s) per generation but SYNCs deliver {len(tokens)}"
                 + ("; a WAIT never completes (deadlock)" if needed > len(tokens) else "")
             )
@@ -562,6 +702,6 @@ def _match_signals(
         position = 0
         for event, count in wanted:
             for source, _, token in tokens[position : position + count]:
-                b.edge(token, event, 0, link=b.link(source, core))
+                edges.append((token, event, 0, 0, link_id(num_cores, source, core)))
             position += count
-    return notes
+    return np.array(edges, dtype=np.int64).reshape(-1, 5).T, tuple(notes)
