@@ -39,6 +39,7 @@ from raptor_cp.errors import (
 )
 from raptor_cp.evaluation import Evaluation, evaluate
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.pipeline.sweep import DepthOutcome, sweep_depths, sweep_document
 from raptor_cp.problems import (
     LatencyProblem,
     LatencySolution,
@@ -273,6 +274,8 @@ class PipelineResult:
     """The selected plan lowered to a verified pimsim-nn program (``--emit``)."""
     backend_attempts: tuple[BackendAttempt, ...] = ()
     """Each costed candidate the backend tried, in order (``--emit``)."""
+    sweep: tuple[DepthOutcome, ...] = ()
+    """With a depth sweep, each swept depth's outcome (`raptor_cp.pipeline.sweep`)."""
 
     mode = "pipeline"
 
@@ -343,7 +346,27 @@ class PipelineResult:
         }
         if self.program is not None:
             summary["emission"] = emission_summary(self.program)
+        if self.sweep:
+            summary["sweep"] = self.sweep_document()
         return summary
+
+    def sweep_document(self) -> dict[str, Any]:
+        """The depth sweep's report (``reports/pipeline_sweep.json``)."""
+        return sweep_document(self.sweep, self.problem.depth)
+
+    def depth_outcome(self) -> DepthOutcome:
+        """This result's depth and what its selection ended with, for a sweep."""
+        assert self.solution.selection is not None
+        selection = self.solution.selection
+        return DepthOutcome(
+            self.problem.depth,
+            self.interval_ns,
+            self.interval_source,
+            len(self.plan.stages),
+            tuple(self.plan.budgets),
+            selection.queue_evaluations[0],
+            selection.termination,
+        )
 
 
 def emission_summary(program: EmittedProgram) -> dict[str, Any]:
@@ -508,52 +531,17 @@ def _polished(solution: LatencySolution) -> str:
     )
 
 
-def compile_pipeline(
+def _select_pipeline(
     prepared: Prepared,
     depth: int,
-    *,
-    periodic: bool = False,
-    progress: Progress = _quiet,
-    method: str | None = None,
-    settings: Mapping[str, Any] | None = None,
-    emit: bool = False,
-    jobs: int = 1,
+    method: str | None,
+    options: Mapping[str, Any],
+    progress: Progress,
 ) -> PipelineResult:
-    """Select a pipeline schedule of at most ``depth`` stages and check it.
-
-    ``method`` and ``settings`` choose the registered pipeline solver (default
-    ``beam``, the queue-aware selection; ``initial`` keeps the initialized
-    schedule). ``jobs`` CPUs evaluate each beam round's candidates side by side
-    (`raptor_cp.forked`; the selection is the same for every ``jobs``).
-
-    With ``periodic``, also analyse the realized schedule's periodic execution
-    (read-only: the schedule does not change). With ``emit``, lower the selected
-    plan to a verified pimsim-nn program; a candidate the backend rejects is
-    replaced by the next costed one (`raptor_cp.emit.backend`).
-
-    Raises
-    ------
-    ProvedInfeasibleError
-        When one copy of every weight exceeds the chip.
-    NotFoundWithinBudgetError
-        When no partition or stage packing is found (bounded search).
-    SelectionStoppedError
-        When candidates must be compared but one lacks a queue cost (the target
-        has no queue model, an unsupported static form, no converged recurrence).
-    BackendRejectedError
-        With ``emit``, when the backend rejects every costed candidate.
-    """
+    """One pipeline selection at ``depth``, checked (`compile_pipeline`)."""
     problem = _with_advice(
         prepared, lambda: PipelineProblem(prepared.graph, prepared.target, depth)
     )
-    options = dict(settings or {})
-    if jobs < 1:
-        raise InvalidConfigError(f"jobs must be at least 1, got {jobs}")
-    if jobs > 1:
-        from raptor_cp.pipeline.beam import BeamPipelineSolver
-
-        if (method or DEFAULT_METHOD[PipelineProblem]) == BeamPipelineSolver.name:
-            options["jobs"] = jobs
     with reporting(progress):
         solution = solve(problem, method, **options)
     plan, selection = solution.plan, solution.selection
@@ -575,6 +563,97 @@ def compile_pipeline(
     check(problem, solution)
     result = PipelineResult(prepared, problem, solution)
     progress("check", f"interval {format_ns(result.interval_ns)} ({result.interval_source})")
+    return result
+
+
+def _sweep_pipeline(
+    prepared: Prepared,
+    depth: int,
+    method: str | None,
+    options: Mapping[str, Any],
+    progress: Progress,
+) -> PipelineResult:
+    """One selection per depth of `sweep_depths`; the lowest interval is kept (ties: the
+    smaller depth). A depth whose bounded search finds no schedule is recorded and
+    skipped; when none finds one, the last depth's error is raised. Holds at most two
+    selections' results at a time."""
+    depths = sweep_depths(depth)
+    best: PipelineResult | None = None
+    outcomes: list[DepthOutcome] = []
+    for swept in depths:
+        progress("sweep", f"depth {swept} of {list(depths)}")
+        try:
+            found = _select_pipeline(prepared, swept, method, options, progress)
+        except NotFoundWithinBudgetError as error:
+            if swept == depths[-1] and best is None:
+                raise
+            progress("sweep", f"depth {swept}: {error}")
+            outcomes.append(DepthOutcome(swept, None, None, None, (), None, None, str(error)))
+            continue
+        outcomes.append(found.depth_outcome())
+        if best is None or found.interval_ns < best.interval_ns:
+            best = found
+    assert best is not None
+    found_at = ", ".join(
+        f"depth {o.depth} {format_ns(o.interval_ns)}" for o in outcomes if o.interval_ns
+    )
+    progress("sweep", f"kept depth {best.problem.depth}: {found_at}")
+    return replace(best, sweep=tuple(outcomes))
+
+
+def compile_pipeline(
+    prepared: Prepared,
+    depth: int,
+    *,
+    periodic: bool = False,
+    progress: Progress = _quiet,
+    method: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+    emit: bool = False,
+    jobs: int = 1,
+    sweep: bool = False,
+) -> PipelineResult:
+    """Select a pipeline schedule of at most ``depth`` stages and check it.
+
+    ``method`` and ``settings`` choose the registered pipeline solver (default
+    ``beam``, the queue-aware selection; ``initial`` keeps the initialized
+    schedule). ``jobs`` CPUs evaluate each beam round's candidates side by side
+    (`raptor_cp.forked`; the selection is the same for every ``jobs``).
+
+    With ``sweep``, run the selection at every depth of
+    `raptor_cp.pipeline.sweep.sweep_depths` and keep the lowest interval (ties:
+    the smaller depth); the result records every depth's outcome.
+
+    With ``periodic``, also analyse the realized schedule's periodic execution
+    (read-only: the schedule does not change). With ``emit``, lower the selected
+    plan to a verified pimsim-nn program; a candidate the backend rejects is
+    replaced by the next costed one (`raptor_cp.emit.backend`).
+
+    Raises
+    ------
+    ProvedInfeasibleError
+        When one copy of every weight exceeds the chip.
+    NotFoundWithinBudgetError
+        When no partition or stage packing is found (bounded search).
+    SelectionStoppedError
+        When candidates must be compared but one lacks a queue cost (the target
+        has no queue model, an unsupported static form, no converged recurrence).
+    BackendRejectedError
+        With ``emit``, when the backend rejects every costed candidate.
+    """
+    options = dict(settings or {})
+    if jobs < 1:
+        raise InvalidConfigError(f"jobs must be at least 1, got {jobs}")
+    if jobs > 1:
+        from raptor_cp.pipeline.beam import BeamPipelineSolver
+
+        if (method or DEFAULT_METHOD[PipelineProblem]) == BeamPipelineSolver.name:
+            options["jobs"] = jobs
+    if sweep:
+        result = _sweep_pipeline(prepared, depth, method, options, progress)
+    else:
+        result = _select_pipeline(prepared, depth, method, options, progress)
+    problem, solution, plan = result.problem, result.solution, result.plan
     if emit:
         from raptor_cp.emit.backend import BackendExhaustedError
         from raptor_cp.emit.program import emit_pipeline_plan
@@ -584,12 +663,12 @@ def compile_pipeline(
                 prepared.graph, prepared.target, solution
             )
         except BackendExhaustedError as error:
-            rejected = PipelineResult(prepared, problem, solution, None, None, error.attempts)
+            rejected = replace(result, backend_attempts=error.attempts)
             raise BackendRejectedError(f"{prepared.model}: {error}", rejected) from None
         if emitted.plan is not plan:
             check(problem, emitted)
         _emitted(progress, program)
-        result = PipelineResult(prepared, problem, emitted, None, program, attempts)
+        result = PipelineResult(prepared, problem, emitted, None, program, attempts, result.sweep)
     if periodic:
         from raptor_cp.pipeline.diagnostics import pipeline_periodic
 
@@ -598,7 +677,7 @@ def compile_pipeline(
             prepared.graph,
             prepared.target,
             prepared.model,
-            depth,
+            problem.depth,
             result.candidate.cost,
         )
         if document["status"] == "unavailable":
@@ -750,6 +829,7 @@ def compile(
     exchange_limits: AdmissionLimits | None = None,
     emit: bool = False,
     jobs: int = 1,
+    pipeline_sweep: bool = False,
     progress: Progress = _quiet,
 ) -> CompileResult:
     """Compile ``model`` for ``target``: the library form of ``raptor-cp compile``.
@@ -784,11 +864,16 @@ def compile(
         (``result.program``; `raptor_cp.emit.files.write_emission` writes it).
     jobs:
         Pipeline mode: CPUs the selection may use (`compile_pipeline`).
+    pipeline_sweep:
+        Pipeline mode: select at depths 2, 4, ... below ``pipeline`` and at
+        ``pipeline``, and keep the lowest interval (`raptor_cp.pipeline.sweep`).
     progress:
         ``progress(phase, detail)`` after each phase.
 
     docs/api.md shows it at work.
     """
+    if pipeline_sweep and (pipeline is None or pipeline < 2):
+        raise InvalidConfigError("a depth sweep needs pipeline mode (pipeline depth > 1)")
     if pipeline is not None and pipeline > 1 and (settings or polish is not None):
         raise InvalidConfigError("settings and polish are latency-scheduler options, not pipeline")
     if exchange_budget is not None and (settings or polish is not None):
@@ -809,6 +894,7 @@ def compile(
             progress=progress,
             emit=emit,
             jobs=jobs,
+            sweep=pipeline_sweep,
         )
     if exchange_budget is not None:
         from raptor_cp.exchange.admission import AdmissionLimits

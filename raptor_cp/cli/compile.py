@@ -53,6 +53,12 @@ DEFAULT_OUT = Path("raptor-out")
     help="Pipeline depth N: N > 1 selects pipeline mode with at most N stages; 1 is latency.",
 )
 @click.option(
+    "--pipeline-sweep",
+    is_flag=True,
+    help="Pipeline mode: also select at depths 2, 4, 8... below N and keep the lowest "
+    "interval (never above a sweep at a smaller power of two; one selection per depth).",
+)
+@click.option(
     "--pipeline-method",
     type=click.Choice(methods(PipelineProblem)),
     help="Pipeline selection: beam (default; queue-aware refinement of the initial partition) "
@@ -156,6 +162,7 @@ def compile_command(
     cores: int | None,
     mode: str,
     pipeline: int | None,
+    pipeline_sweep: bool,
     pipeline_method: str | None,
     scheduler: str,
     polish: float | None,
@@ -200,6 +207,8 @@ def compile_command(
         raise UserError("--periodic-diagnostics needs pipeline mode (--pipeline N > 1)")
     if depth is None and pipeline_method is not None:
         raise UserError("--pipeline-method needs pipeline mode (--pipeline N > 1)")
+    if depth is None and pipeline_sweep:
+        raise UserError("--pipeline-sweep needs pipeline mode (--pipeline N > 1)")
     if depth is None and jobs is not None:
         raise UserError("--jobs needs pipeline mode (--pipeline N > 1)")
     limits = None
@@ -222,6 +231,7 @@ def compile_command(
                 target,
                 pipeline=depth,
                 pipeline_method=pipeline_method,
+                pipeline_sweep=pipeline_sweep,
                 scheduler=scheduler,
                 settings=settings,
                 polish=polish,
@@ -336,12 +346,14 @@ def _mode_line(summary: dict[str, Any], where: str) -> str:
 
     if summary["mode"] == "pipeline":
         stages = f"{summary['stages']} stage{'' if summary['stages'] == 1 else 's'}"
+        sweep = summary.get("sweep")
+        swept = "" if sweep is None else f" (kept from a sweep to {sweep['requested_depth']})"
         return (
             f"{summary['model']} on {summary['target']}: {summary['tasks']} tasks in {stages} "
             f"on {where}, interval {format_ns(summary['interval_ns'])} "
             f"({summary['interval_source']}; lower bound "
             f"{format_ns(summary['lower_bound_ns'])}{_far_from_bound(summary)}), pipeline depth "
-            f"{summary['pipeline']}, wrote {summary['out']}/"
+            f"{summary['pipeline']}{swept}, wrote {summary['out']}/"
         )
     bound = max(summary["lower_bound_ns"], summary["solver_bound_ns"] or 0)
     gap = "" if summary["gap"] is None else f", gap {100 * summary['gap']:.1f} %"

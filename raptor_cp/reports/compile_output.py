@@ -6,7 +6,8 @@
   ``gantt.png``; an exchange-admitted schedule adds ``exchange_plan.json`` and
   ``reports/exchange_admission.json``;
 * pipeline: ``schedule.json`` and ``reports/pipeline_selection.json``, plus
-  ``reports/pipeline_periodic.json`` when the periodic diagnostic ran.
+  ``reports/pipeline_periodic.json`` when the periodic diagnostic ran and
+  ``reports/pipeline_sweep.json`` after a depth sweep.
 
 Files are written into a staging directory that replaces ``out`` only once
 every file is complete (`staged_directory`). A failed exchange admission writes
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 REPORT_DIR = "reports"
 SELECTION_REPORT = "pipeline_selection.json"
 PERIODIC_REPORT = "pipeline_periodic.json"
+SWEEP_REPORT = "pipeline_sweep.json"
 ADMISSION_REPORT = "exchange_admission.json"
 EXCHANGE_PLAN = "exchange_plan.json"
 OUTPUT_FILES = (
@@ -35,7 +37,10 @@ OUTPUT_FILES = (
     "gantt.png",
     EXCHANGE_PLAN,
     REPORT_DIR,
-    *(f"{REPORT_DIR}/{name}" for name in (SELECTION_REPORT, PERIODIC_REPORT, ADMISSION_REPORT)),
+    *(
+        f"{REPORT_DIR}/{name}"
+        for name in (SELECTION_REPORT, PERIODIC_REPORT, SWEEP_REPORT, ADMISSION_REPORT)
+    ),
 )
 """Every path ``compile`` may write, relative to ``--out``; an output directory holding
 anything else, at any depth, is never replaced."""
@@ -128,6 +133,10 @@ def _write_pipeline(result: PipelineResult, out: Path) -> list[str]:
             periodic = dumps(result.periodic)
             (staging / REPORT_DIR / PERIODIC_REPORT).write_text(periodic, encoding="utf-8")
             files.append(f"{REPORT_DIR}/{PERIODIC_REPORT}")
+        if result.sweep:
+            sweep = dumps(result.sweep_document())
+            (staging / REPORT_DIR / SWEEP_REPORT).write_text(sweep, encoding="utf-8")
+            files.append(f"{REPORT_DIR}/{SWEEP_REPORT}")
     return files
 
 
