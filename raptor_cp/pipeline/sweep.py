@@ -7,9 +7,10 @@ end with a higher interval: on the shipped models 9 of 13 model/target pairs
 have a depth worse than a smaller one (docs/benchmarks.md, "Ninth pass").
 ``compile --pipeline N --pipeline-sweep`` runs the selections of depths 2, 4,
 8, ... below ``N`` and of ``N`` itself and keeps the lowest interval (ties: the
-smaller depth, fewer stages in flight). Its result at ``N`` is therefore never
-above its result at any depth it swept (the selections are deterministic), at
-the price of one selection per depth: ``O(log N)`` selections.
+smaller depth, fewer stages in flight). The selections are deterministic, so
+its result at ``N`` is never above any swept depth's own selection, nor above a
+sweep at any power of two up to ``N``, at the price of one selection per depth:
+``O(log N)`` selections.
 """
 
 from __future__ import annotations
