@@ -26,10 +26,8 @@ def _run(*args: str | Path) -> Result:
 
 
 def _compile(out: Path, depth: int, *extra: str) -> dict:
-    result = _run(
-        "compile", MNIST8, "--target", "pimcomp", "--pipeline", depth, "--out", out, "--json",
-        *extra,
-    )  # fmt: skip
+    args = ("--target", "pimcomp", "--pipeline", depth, "--out", out, "--json", *extra)
+    result = _run("compile", MNIST8, *args)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
