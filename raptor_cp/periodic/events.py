@@ -557,7 +557,7 @@ def build_events(
     table = _step_table(cores, origin)
     _check_steps(cores, table, name)
     a, b, c = _step_prices(table, timing, name)
-    code = table.code.astype(np.int64)
+    code = table.code
     active = int(np.count_nonzero(table.start[1:] > table.start[:-1]))
     num_events = active + int(_EVENTS_PER_STEP[code].sum())
     num_chain_edges = active + int(_EDGES_PER_STEP[code].sum())
