@@ -44,7 +44,7 @@ from raptor_cp.periodic.analysis import dependency_finish
 from raptor_cp.periodic.events import build_events
 from raptor_cp.periodic.queue_engine import run_queue
 from raptor_cp.periodic.single_pass import single_pass
-from raptor_cp.pipeline.realize import pipeline_events
+from raptor_cp.pipeline.realize import COPIES, pipeline_events
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -82,7 +82,8 @@ def measure(result: flows.CompileResult) -> dict[str, Any]:
 
         items = _timed("order", times, order)
         looping, mode = True, "pipeline"
-    lowered = _timed("lower", times, lambda: lower_program(graph, target, items))
+    generations = COPIES if looping else 1
+    lowered = _timed("lower", times, lambda: lower_program(graph, target, items, generations))
     check = _timed("check", times, lambda: check_rendezvous(lowered.cores, looping))
 
     def predict() -> tuple[int | None, float | None]:
@@ -93,7 +94,7 @@ def measure(result: flows.CompileResult) -> dict[str, Any]:
     single, interval = _timed("predict", times, predict)
     prediction = {"realized_single_pass_ns": single, "realized_queue_interval_ns": interval}
     prediction["schedule_interval_ns"] = getattr(result, "interval_ns", None)
-    program = EmittedProgram(mode, target, lowered, check, prediction)
+    program = EmittedProgram(mode, generations, target, lowered, check, prediction)
     with tempfile.TemporaryDirectory() as folder:
         _timed(
             "write",

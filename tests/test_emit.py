@@ -268,3 +268,68 @@ def test_the_pipeline_round_trip_reads_the_larger_tie_order() -> None:
     assert program_figure("pipeline", both) == 12.5
     one = {"memory_controller": {"interval_ns": 10.0, "alternative_tie_interval_ns": None}}
     assert program_figure("pipeline", one) is None
+
+
+def test_unrolled_items_alternate_copies_and_register_sets() -> None:
+    from raptor_cp.emit.order import Item, ItemKind, unrolled
+
+    producer = [
+        Item(ItemKind.TASK, task=0),
+        Item(ItemKind.STORE, task=0, nbytes=8),
+        Item(ItemKind.SIGNAL, peer=1, register=0),
+        Item(ItemKind.STORE, task=0, nbytes=4, request=3),  # a network output: one address
+        Item(ItemKind.WAIT, register=1, count=1),
+    ]
+    reader = [Item(ItemKind.WAIT, register=0, count=1), Item(ItemKind.LOAD, edge=0, nbytes=8)]
+    first, second = unrolled([producer, reader], 2)
+    assert unrolled([producer, reader], 1) == [producer, reader]
+    assert first[:5] == [
+        *producer[:2],
+        Item(ItemKind.SIGNAL, peer=1, register=0),
+        producer[3],
+        Item(ItemKind.WAIT, register=2, count=1),
+    ]
+    assert first[5:] == [
+        producer[0],
+        Item(ItemKind.STORE, task=0, nbytes=8, copy=1),
+        Item(ItemKind.SIGNAL, peer=1, register=1),
+        producer[3],
+        Item(ItemKind.WAIT, register=3, count=1),
+    ]
+    assert second == [
+        Item(ItemKind.WAIT, register=0, count=1),
+        reader[1],
+        Item(ItemKind.WAIT, register=1, count=1),
+        Item(ItemKind.LOAD, edge=0, nbytes=8, copy=1),
+    ]
+
+
+def test_a_pipeline_program_runs_two_generations_on_two_copies(
+    lenet_pipeline: flows.PipelineResult,
+) -> None:
+    from raptor_cp.emit.lower import global_key, lower_program
+    from raptor_cp.emit.order import ItemKind, pipeline_items, unrolled, with_baseline
+    from raptor_cp.pipeline.realize import pipeline_events
+    from raptor_cp.targets.pim.isa import SYNC, WAIT
+
+    program = emitted(lenet_pipeline)
+    assert program.report()["generations_per_round"] == 2
+    problem, plan = lenet_pipeline.problem, lenet_pipeline.plan
+    graph = problem.graph
+    stage = plan.task_stage(graph.num_tasks)
+    _, realization = pipeline_events(graph, problem.target, plan.schedule, stage)
+    items = with_baseline(graph, pipeline_items(graph, realization))
+    stored = {
+        global_key(i) for core in unrolled(items, 2) for i in core if i.kind is ItemKind.STORE
+    }
+    publications = {k for k in stored if k[0] == "publication"}
+    assert publications and {k[2] for k in publications} == {0, 1}
+    assert len(publications) == 2 * len({k[1] for k in publications})
+    # Local buffers die with their generation: both copies reuse one allocation.
+    single = lower_program(graph, problem.target, items)
+    assert program.lowered.local_peak_bytes == single.local_peak_bytes
+    assert program.lowered.global_bytes > single.global_bytes
+    for c, core_items in enumerate(items):
+        ops = program.lowered.cores[c].op if c in program.lowered.cores else np.array([])
+        events = [i for i in core_items if i.kind in (ItemKind.SIGNAL, ItemKind.WAIT)]
+        assert int(np.isin(ops, [SYNC, WAIT]).sum()) == 2 * len(events)

@@ -9,7 +9,8 @@ The emission directory (``compile --emit DIR``) holds
 * ``config.json``: the chip config the target was built from, with
   ``net_config_file_path`` pointing at ``network.json`` and ``sim_config`` set
   for the mode (latency: one pass; pipeline: throughput mode looping every
-  core's stream, `SIMULATED_INTERVALS` predicted intervals long), per-core
+  core's stream for `SIMULATED_ROUNDS` predicted rounds of the streams, each
+  `EmittedProgram.generations_per_round` predicted intervals), per-core
   results (``report_verbose_level`` 1) and a latency timeout of
   `TIMEOUT_FACTOR` times the prediction;
 * ``network.json``: ns per flit between every pair of cores and the global
@@ -70,8 +71,8 @@ EMISSION_FILES = frozenset(
 )
 """Every path an emission directory may hold (cores up to the PIM core limit); a directory
 holding anything else is never replaced."""
-SIMULATED_INTERVALS = 8.5
-"""Throughput runs last this many predicted intervals (8 complete rounds)."""
+SIMULATED_ROUNDS = 8.5
+"""Throughput runs last this many predicted rounds of the streams (8 complete ones)."""
 TIMEOUT_FACTOR = 10
 """Latency timeout: this many times the predicted single pass (simulated ms)."""
 
@@ -115,7 +116,8 @@ def chip_files(emitted: EmittedProgram) -> tuple[dict[str, Any], dict[str, Any]]
     sim: dict[str, Any] = {"report_verbose_level": 1}
     if emitted.mode == "pipeline":
         interval = prediction["realized_queue_interval_ns"] or prediction["schedule_interval_ns"]
-        sim_time_us = math.ceil(SIMULATED_INTERVALS * interval / 1e3)
+        rounds = SIMULATED_ROUNDS * emitted.generations_per_round
+        sim_time_us = math.ceil(rounds * interval / 1e3)
         sim |= {"sim_mode": 0, "sim_time": sim_time_us / 1e3}
     else:
         sim |= {"sim_mode": 1}

@@ -34,8 +34,8 @@ register does not already hold the value):
 * **ld/st** (pipeline stage boundaries, and the baseline requests: network
   input and constant loads before their task, output stores after it): the
   global address in ``r0``/``r1`` (high/low word), the local buffer in ``r2``;
-  publications and baseline requests get consecutive global addresses in order
-  of first use;
+  publications (each of their copies, `raptor_cp.emit.order.unrolled`)
+  and baseline requests get consecutive global addresses in order of first use;
 * **sync/wait**: ``sync core=peer event_register=e`` and ``wait
   event_register=e wait_value=n``, with the realization's registers renumbered
   densely per destination core (pimsim-nn has 32).
@@ -66,7 +66,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from raptor_cp.emit.allocate import BackendResourceError, Buffer, allocate
-from raptor_cp.emit.order import CoreItems, Item, ItemKind
+from raptor_cp.emit.order import CoreItems, Item, ItemKind, unrolled
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.pipeline.boundary import publication_bytes
@@ -126,16 +126,25 @@ class LoweredProgram:
         return sum(len(p) for p in self.cores.values())
 
 
-def lower_program(graph: ComputeGraph, target: PimTarget, items: CoreItems) -> LoweredProgram:
-    """The instructions of ``items`` (module docstring)."""
+def lower_program(
+    graph: ComputeGraph, target: PimTarget, items: CoreItems, copies: int = 1
+) -> LoweredProgram:
+    """The instructions of ``items`` (module docstring), ``copies`` generations per stream.
+
+    With ``copies`` > 1 every core's stream runs its items that many times, each on
+    its own copy of the publications and its own event registers
+    (`raptor_cp.emit.order.unrolled`: double buffering); one local-memory
+    allocation serves them all, since a generation's buffers are dead at its end.
+    """
     if len(graph.work) != graph.num_tasks:
         raise InvalidInputError(
             f"{graph.name}: the graph carries no work descriptions; only lowered workloads "
             "can be emitted"
         )
     chip = target.config.chip
-    registers = _event_registers(items)
-    global_address, global_bytes = _global_layout(items, chip.global_memory.data_width)
+    rounds = unrolled(items, copies)
+    registers = _event_registers(rounds)
+    global_address, global_bytes = _global_layout(rounds, chip.global_memory.data_width)
     untimed = target.step_timing().untimed_operations
     lowering = _Lowering(graph, target, global_address, untimed)
     cores: dict[int, CoreProgram] = {}
@@ -144,7 +153,7 @@ def lower_program(graph: ComputeGraph, target: PimTarget, items: CoreItems) -> L
     for c, core_items in enumerate(items):
         if not core_items:
             continue
-        program, group_map, peak = lowering.core(c, core_items, registers)
+        program, group_map, peak = lowering.core(c, core_items, registers, copies)
         if len(program):
             cores[c], groups[c], peaks[c] = program, group_map, peak
     limit = min(chip.core.local_memory.memory_size, 2**31 - 1)
@@ -172,16 +181,20 @@ def _event_registers(items: CoreItems) -> dict[int, dict[int, int]]:
     return dense
 
 
-def global_key(item: Item) -> tuple[str, int]:
-    """What a LOAD or STORE addresses: a publication (by producer) or a baseline request."""
+GlobalKey = tuple[str, int, int]
+"""What a LOAD or STORE addresses: ("publication", producer, copy) or ("baseline", request, 0)."""
+
+
+def global_key(item: Item) -> GlobalKey:
+    """The `GlobalKey` of a STORE or of a baseline LOAD."""
     if item.request >= 0:
-        return ("baseline", item.request)
-    return ("publication", item.task)
+        return ("baseline", item.request, 0)
+    return ("publication", item.task, item.copy)
 
 
-def _global_layout(items: CoreItems, width: int) -> tuple[dict[tuple[str, int], int], int]:
+def _global_layout(items: CoreItems, width: int) -> tuple[dict[GlobalKey, int], int]:
     """Global address of every publication and baseline request, in order of first use."""
-    address: dict[tuple[str, int], int] = {}
+    address: dict[GlobalKey, int] = {}
     top = 0
     for core_items in items:
         for item in core_items:
@@ -249,7 +262,7 @@ class _Lowering:
         self,
         graph: ComputeGraph,
         target: PimTarget,
-        global_address: dict[tuple[str, int], int],
+        global_address: dict[GlobalKey, int],
         untimed: frozenset[str],
     ) -> None:
         self.graph = graph
@@ -297,7 +310,7 @@ class _Lowering:
     # -- one core ----------------------------------------------------------------
 
     def core(
-        self, c: int, items: list[Item], registers: dict[int, dict[int, int]]
+        self, c: int, items: list[Item], registers: dict[int, dict[int, int]], copies: int
     ) -> tuple[CoreProgram, tuple[int, ...], int]:
         graph = self.graph
         received = {item.edge for item in items if item.kind in (ItemKind.RECV, ItemKind.LOAD)}
@@ -345,7 +358,7 @@ class _Lowering:
         stream = _Stream()
         weights: dict[int, int] = {}
         crossbars: list[int] = []
-        for item in items:
+        for item in unrolled([items], copies)[0]:
             kind = item.kind
             if kind is ItemKind.TASK:
                 t = item.task
@@ -376,7 +389,7 @@ class _Lowering:
                 where = (
                     self.global_address[global_key(item)]
                     if item.request >= 0 or (kind is ItemKind.STORE)
-                    else self.global_address[("publication", self.src[item.edge])]
+                    else self.global_address[("publication", self.src[item.edge], item.copy)]
                 )
                 stream.load(R_GLOBAL, where >> 32)
                 stream.load(R_GLOBAL + 1, where & 0xFFFFFFFF)

@@ -10,7 +10,9 @@ a direct ``send``/``recv`` of one edge, a global ``ld``/``st`` and a
 * **Pipeline schedules** (`pipeline_items`). The realization of the periodic
   diagnostic (`raptor_cp.pipeline.realize`): its steps, with the tasks each
   realizes, become items one to one (a compute run becomes its tasks), so the
-  emitted program is the one the pipeline's periodic prediction was made for.
+  emitted program is the one the pipeline's periodic prediction was made for;
+  `unrolled` lays out two generations per round, one per copy of the
+  publications.
 
 `item_steps` turns items back into the `Step` programs the periodic model
 prices (`raptor_cp.periodic.events`). Time ``O(I)`` for ``I`` items.
@@ -18,7 +20,7 @@ prices (`raptor_cp.periodic.events`). Time ``O(I)`` for ``I`` items.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 
 from raptor_cp.graph import ComputeGraph
@@ -50,7 +52,9 @@ class Item:
     LOAD moves; ``peer`` the other core of a SEND, RECV or SIGNAL; ``register``
     and ``count`` those of a SIGNAL or WAIT (the register is the destination's,
     as the realization numbers them); ``request`` the baseline request a LOAD or
-    STORE makes for ``task`` (`ComputeGraph.baseline`; -1 for stage boundaries).
+    STORE makes for ``task`` (`ComputeGraph.baseline`; -1 for stage boundaries);
+    ``copy`` the copy of a publication a stage-boundary LOAD or STORE addresses
+    (`unrolled`).
     """
 
     kind: ItemKind
@@ -62,6 +66,7 @@ class Item:
     register: int = -1
     count: int = 0
     request: int = -1
+    copy: int = 0
 
 
 CoreItems = list[list[Item]]
@@ -108,6 +113,46 @@ def pipeline_items(graph: ComputeGraph, realization: PipelineRealization) -> Cor
                 core_items.append(Item(ItemKind.WAIT, register=step.register, count=step.count))
         items.append(core_items)
     return items
+
+
+def unrolled(items: CoreItems, copies: int) -> CoreItems:
+    """Every core's ``items`` ``copies`` times in a row, one generation per copy of the
+    publications (`in_copy`).
+
+    Double buffering (``copies`` = `COPIES`, `raptor_cp.pipeline.realize`):
+    pimsim-nn loops a core's stream and has no branch, so a program alternates
+    the two copies of a publication by holding two generations: the first
+    stores and loads copy 0, the second copy 1. Each copy also has its own
+    READY, release and FREE registers. One set would not do: a producer may
+    store generation ``k + 1`` once every reader has *entered* ``k``, before a
+    slow reader has passed its READY wait of ``k``, so that wait could count
+    the fast producer's token of ``k + 1`` in place of a slow producer's of
+    ``k``; and a release-tree child could signal its entry of ``k + 1`` before
+    its parent consumed its entry of ``k``. With one set per copy, tokens of
+    ``k`` and ``k + 2`` can never meet: ``k + 2`` needs the permission of the
+    end of ``k + 1``, given when every reader (every tree node) has entered
+    ``k + 1``, long after it consumed the tokens of ``k``. The copies never
+    meet either: generation ``k + 2`` overwrites copy ``k mod 2`` only after
+    every reader entered ``k + 1``, so finished loading ``k``. Local buffers are
+    dead at the end of a generation, so every copy reuses one allocation
+    (`raptor_cp.emit.lower`). ``O(copies I)`` for ``I`` items.
+    """
+    return [
+        [in_copy(item, copy, copies) for copy in range(copies) for item in core_items]
+        for core_items in items
+    ]
+
+
+def in_copy(item: Item, copy: int, copies: int) -> Item:
+    """``item`` as the generation on publication copy ``copy`` of ``copies`` runs it: a
+    SIGNAL's or WAIT's register ``r`` becomes ``copies r + copy``, a stage-boundary LOAD or
+    STORE addresses copy ``copy``; baseline requests (network inputs, constants, outputs)
+    keep their one address."""
+    if item.kind in (ItemKind.SIGNAL, ItemKind.WAIT):
+        return replace(item, register=copies * item.register + copy)
+    if item.kind in (ItemKind.LOAD, ItemKind.STORE) and item.request < 0:
+        return replace(item, copy=copy)
+    return item
 
 
 def with_baseline(graph: ComputeGraph, items: CoreItems) -> CoreItems:

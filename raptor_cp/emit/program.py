@@ -39,7 +39,7 @@ from raptor_cp.periodic.events import build_events
 from raptor_cp.periodic.queue_engine import queue_estimate
 from raptor_cp.periodic.single_pass import single_pass
 from raptor_cp.pipeline.plan import PipelinePlan
-from raptor_cp.pipeline.realize import pipeline_events
+from raptor_cp.pipeline.realize import COPIES, pipeline_events
 from raptor_cp.problems import PipelineSolution
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import SchedulingTarget
@@ -53,6 +53,9 @@ class EmittedProgram:
 
     mode: str
     """``latency`` (one pass) or ``pipeline`` (each core loops its stream)."""
+    generations_per_round: int
+    """Inferences one pass of every stream runs: 1, or `COPIES` for a double-buffered
+    pipeline (`raptor_cp.emit.order.unrolled`)."""
     target: PimTarget
     lowered: LoweredProgram
     check: RendezvousCheck
@@ -69,6 +72,7 @@ class EmittedProgram:
                 ops[OPCODES[code]] += count
         return {
             "mode": self.mode,
+            "generations_per_round": self.generations_per_round,
             "target": self.target.name,
             "instructions": lowered.instructions,
             "instructions_by_op": dict(sorted(ops.items())),
@@ -116,7 +120,7 @@ def emit_latency(
     """Lower, allocate and verify a checked latency schedule; predict its program."""
     chip = pim_target(target)
     items = with_baseline(graph, latency_items(graph, chip, schedule, start_ns))
-    lowered, check = _backend(graph, chip, items, looping=False)
+    lowered, check = _backend(graph, chip, items, copies=None)
     realized = build_events(item_steps(graph, chip, items), chip.step_timing(), graph.name)
     passes = single_pass(realized, dependency_finish(realized))
     prediction = {
@@ -124,7 +128,7 @@ def emit_latency(
         "realized_unqueued_ns": passes.unqueued_ns,
         "realized_single_pass_ns": passes.latency_ns,
     }
-    return EmittedProgram("latency", chip, lowered, check, prediction)
+    return EmittedProgram("latency", 1, chip, lowered, check, prediction)
 
 
 def emit_pipeline(
@@ -137,7 +141,9 @@ def emit_pipeline(
 
     The program is the plan's realization (`raptor_cp.pipeline.realize.pipeline_events`:
     its READY/FREE registers, byte-payload and register checks) with the baseline
-    requests placed around their tasks; its predicted interval is the larger of the
+    requests placed around their tasks, two generations per round, one per copy of
+    the double-buffered publications (`raptor_cp.emit.order.unrolled`); it is predicted from one
+    generation (the two time alike), and its predicted interval is the larger of the
     queue engine's two tie orders, as selection estimates a candidate. ``interval_ns``
     is the schedule's own interval as the compile reports it (the selection's queue estimate of the
     plan); None takes the plan's analytic proxy (a selection without queue
@@ -147,7 +153,7 @@ def emit_pipeline(
     stage = plan.task_stage(graph.num_tasks)
     _, realization = pipeline_events(graph, chip, plan.schedule, stage)
     items = with_baseline(graph, pipeline_items(graph, realization))
-    lowered, check = _backend(graph, chip, items, looping=True)
+    lowered, check = _backend(graph, chip, items, copies=COPIES)
     realized = build_events(item_steps(graph, chip, items), chip.step_timing(), graph.name)
     queue = queue_estimate(realized)
     larger = queue.larger_interval_ns  # whole ns rounded up, as a candidate's estimate
@@ -157,7 +163,7 @@ def emit_pipeline(
         "realized_queue_reason": queue.run.reason or queue.reversed_run.reason,
         "realized_single_pass_ns": single_pass(realized, dependency_finish(realized)).latency_ns,
     }
-    return EmittedProgram("pipeline", chip, lowered, check, prediction)
+    return EmittedProgram("pipeline", COPIES, chip, lowered, check, prediction)
 
 
 def emit_pipeline_plan(
@@ -184,7 +190,9 @@ def emit_pipeline_plan(
 
 
 def _backend(
-    graph: ComputeGraph, target: PimTarget, items: CoreItems, looping: bool
+    graph: ComputeGraph, target: PimTarget, items: CoreItems, copies: int | None
 ) -> tuple[LoweredProgram, RendezvousCheck]:
-    lowered = lower_program(graph, target, items)
-    return lowered, check_rendezvous(lowered.cores, looping)
+    """Lower ``items`` and check the program: one pass (``copies`` None), or looping
+    streams of ``copies`` generations each."""
+    lowered = lower_program(graph, target, items, copies or 1)
+    return lowered, check_rendezvous(lowered.cores, looping=copies is not None)

@@ -81,19 +81,22 @@ def emission_directory(path: Path) -> tuple[Path, Path, dict[str, Any]] | None:
     return path / str(files.get("program")), path / str(files.get("config")), emission
 
 
-def program_figure(mode: str, document: dict[str, Any]) -> float | None:
-    """The periodic report's figure that pimsim-nn measures in ``mode``.
+def program_figure(mode: str, document: dict[str, Any], generations: int = 1) -> float | None:
+    """The periodic report's figure that pimsim-nn measures in ``mode``, per inference.
 
     Pipeline mode reads the ``memory_controller`` estimate (the queues pimsim-nn
     has: switches and the controller's FIFO), which ``periodic`` turns on for an
     emission directory: the larger of its two tie orders, as the compile predicts
-    (`QueueEstimate.larger_interval_ns`), None unless both converged.
+    (`QueueEstimate.larger_interval_ns`), None unless both converged; a round of
+    the streams runs ``generations`` inferences (the emission report's
+    ``generations_per_round``: two for double-buffered publications), so the
+    figure is the round's interval divided by it.
     """
     if mode == "latency":
         return document["single_pass"]["latency_ns"]
     estimate = document.get("memory_controller") or {}
     both = (estimate.get("interval_ns"), estimate.get("alternative_tie_interval_ns"))
-    return None if None in both else max(both)
+    return None if None in both else max(both) / generations
 
 
 def _percent(value: float | None, base: float | None) -> float | None:
@@ -106,7 +109,11 @@ def round_trip(emission: dict[str, Any], document: dict[str, Any]) -> dict[str, 
     """The round-trip verdict and schedule fidelity of a periodic ``document`` (module doc)."""
     mode = emission["mode"]
     scheduled, predicted, ladder = LADDERS[mode]
-    figures = {**emission["prediction"], "program_ns": program_figure(mode, document)}
+    generations = int(emission.get("generations_per_round", 1))
+    figures = {
+        **emission["prediction"],
+        "program_ns": program_figure(mode, document, generations),
+    }
     program = figures["program_ns"]
     effects = []
     previous = figures[scheduled]
@@ -118,6 +125,7 @@ def round_trip(emission: dict[str, Any], document: dict[str, Any]) -> dict[str, 
     difference = _percent(program, figures[predicted])
     return {
         "mode": mode,
+        "generations_per_round": generations,
         "program_ns": program,
         "compile_figure": predicted,
         "compile_ns": figures[predicted],

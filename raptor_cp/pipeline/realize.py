@@ -60,14 +60,29 @@ modelled:
     preceding generation's publications;
   - *restart permission*: the tree's root then SIGNALs every producer core of
     ``s`` that ``t`` loads from (ascending) on its FREE register for ``t``; a
-    producer WAITs for that permission before its first store that ``t`` reads.
-    Publications are single-buffered.
+    producer WAITs for that permission at the end of its generation, after its
+    last step.
+
+  Publications are *double-buffered*: generation ``k`` stores into copy
+  ``k mod 2``. The permission a producer takes at the end of generation ``k``
+  says that every reader has entered ``k``, i.e. finished ``k - 1``, whose copy
+  the producer overwrites next, in ``k + 1``. So a producer may run a whole
+  generation ahead of its slowest reader, where a single buffer would hold its
+  store of ``k + 1`` until every reader had finished ``k`` (the seeds'
+  reader-entry release, whose permission the producer took right before that
+  store): on ResNet-50 (arch-a) three stages split at ``blocks.13`` ran at
+  9.17 ms per sample single-buffered and 5.95 ms double-buffered, so
+  selection kept two stages before (docs/benchmarks.md, "Tenth pass"). The
+  emitted program runs two generations per round, one per copy, each with its
+  own READY, release and FREE registers (`raptor_cp.emit.order.unrolled`,
+  which shows why one set would mix two generations' tokens); the timing of
+  the two is the same, so the event graph holds one.
 
   Registers are allocated per core in program order from the target's event
-  register file (`StepTiming.event_registers`), one per (role, stage) key:
-  at most ``3 (S - 1)`` for ``S`` stages. A core needing more registers than
-  the file holds raises `TimingUnavailableError`. The realization places no
-  stage barrier, so no dissemination barrier appears in the programs.
+  register file (`StepTiming.event_registers`), one per (role, stage) key and
+  copy: at most ``6 (S - 1)`` for ``S`` stages. A core needing more registers
+  than the file holds raises `TimingUnavailableError`. The realization places
+  no stage barrier, so no dissemination barrier appears in the programs.
 * **Payload widths.** Byte-addressed PIM communication lowering rejects a
   transfer or publication of sub-byte elements (`StepTiming.byte_addressed`;
   scheduling-implementation.md, "Transfer accounting and transpose costs"):
@@ -110,8 +125,9 @@ REALIZATION_EFFECTS = (
     "modelled",
     "no load folding or strided transfer splitting; hand-made graphs estimate publication "
     "sizes from consumer reads",
-    "publications are single-buffered; a release tree per (reader stage, producer stage) "
-    "couples the entries of the reader cores",
+    "publications are double-buffered: a producer runs at most one generation ahead of "
+    "its slowest reader; a release tree per (reader stage, producer stage) couples the "
+    "entries of the reader cores",
     "rendezvous are placed by a simulation that prices transfers alone (no switch queues) "
     "and keeps payloads received ahead of need within half a core's local memory",
     "receives into assembly storage still pay the endpoint read and write in the event graph "
@@ -120,8 +136,13 @@ REALIZATION_EFFECTS = (
 )
 """Effects of the realization that the event graph does not capture."""
 
-_ENTRY, _WAIT_READY, _LOAD, _COMPUTE, _WAIT_FREE, _STORE, _READY, _XFER = range(8)
+_ENTRY, _WAIT_READY, _LOAD, _COMPUTE, _STORE, _READY, _XFER = range(7)
 """Ranks of step kinds sharing one task key (program order within a key)."""
+_END = 1 << 62
+"""The sort key of a generation's last steps, the restart permissions' WAITs (above every
+rank)."""
+COPIES = 2
+"""Copies of every publication (double buffering), hence event registers per key."""
 READY, RELEASE, FREE = "ready", "release", "free"
 """Roles of an event register: READY tokens of a producer stage at a reader, release
 tokens of a tree's children, the restart permission of a downstream stage at a producer."""
@@ -443,7 +464,7 @@ class _Boundary:
                 if (c, t) not in permitted:
                     permitted.add((c, t))
                     wait = _PendingWait(_Register(FREE, t), 1)
-                    items[c].append(((last[u], _WAIT_FREE, t), wait, (u,)))
+                    items[c].append(((_END, t), wait, (u,)))
             items[c].append(((last[u], _STORE, scalar_edge), Store(size), (u,)))
             for r in readers:
                 tree.setdefault((self.core_stage[r], s), set()).add(r)
@@ -491,8 +512,8 @@ def _allocate_registers(
     A core's registers are numbered in the order its program first waits on each
     key; a SIGNAL names the register its destination core allocated
     (`_merge_compute` puts them in). ``items`` are sorted programs. Raises
-    `TimingUnavailableError` when a core needs more than ``registers``. ``O(N)``
-    for ``N`` entries.
+    `TimingUnavailableError` when a core needs more than ``registers`` with one
+    set per publication copy (`COPIES`). ``O(N)`` for ``N`` entries.
     """
     allocation: list[dict[_Register, int]] = []
     for c, entries in enumerate(items):
@@ -500,9 +521,10 @@ def _allocate_registers(
         for _, step, _ in entries:
             if isinstance(step, _PendingWait) and step.register not in table:
                 table[step.register] = len(table)
-        if registers is not None and len(table) > registers:
+        if registers is not None and COPIES * len(table) > registers:
             raise TimingUnavailableError(
-                f"core {c} needs {len(table)} event registers; the target has {registers}"
+                f"core {c} needs {COPIES * len(table)} event registers ({len(table)} per "
+                f"publication copy); the target has {registers}"
             )
         allocation.append(table)
     return allocation
