@@ -53,11 +53,11 @@ def main(argv: list[str]) -> None:
         print(f"unavailable: {'; '.join(cost.reasons)}")
         return
     larger = max(cost.index_interval_ns, cost.reversed_interval_ns)
+    memory = "n/a" if cost.memory_service_ns is None else f"{cost.memory_service_ns / 1e6:.3f} ms"
     print(
         f"queue interval {larger / 1e6:.3f} ms (index ties {cost.index_interval_ns / 1e6:.3f}, "
         f"reversed {cost.reversed_interval_ns / 1e6:.3f}); busiest core "
-        f"{max(cost.core_work_ns) / 1e6:.3f} ms; memory controller "
-        f"{cost.memory_service_ns / 1e6:.3f} ms"
+        f"{max(cost.core_work_ns) / 1e6:.3f} ms; memory controller {memory}"
     )
 
 
