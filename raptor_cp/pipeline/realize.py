@@ -447,7 +447,8 @@ class _Boundary:
 
     def realize(self, items: list[list[Item]]) -> None:
         """Add stores, loads, READY, release tree and restart permissions to ``items``: a
-        producer's after its task's last unit, a consumer's before its task's first."""
+        producer's stores after its task's last unit and its permission WAIT at the end
+        of the generation, a consumer's loads before its task's first unit."""
         first, last, core_of, stage_of = self.first, self.last, self.core_of, self.stage_of
         producers: dict[tuple[int, int], set[int]] = {}
         """(producer stage s, reader stage t) -> producer cores of s that t loads from."""
