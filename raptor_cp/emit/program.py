@@ -120,7 +120,7 @@ def emit_latency(
     """Lower, allocate and verify a checked latency schedule; predict its program."""
     chip = pim_target(target)
     items = with_baseline(graph, latency_items(graph, chip, schedule, start_ns))
-    lowered, check = _backend(graph, chip, items, copies=None)
+    lowered, check = _backend(graph, chip, items, looping=False)
     realized = build_events(item_steps(graph, chip, items), chip.step_timing(), graph.name)
     passes = single_pass(realized, dependency_finish(realized))
     prediction = {
@@ -153,7 +153,7 @@ def emit_pipeline(
     stage = plan.task_stage(graph.num_tasks)
     _, realization = pipeline_events(graph, chip, plan.schedule, stage)
     items = with_baseline(graph, pipeline_items(graph, realization))
-    lowered, check = _backend(graph, chip, items, copies=COPIES)
+    lowered, check = _backend(graph, chip, items, looping=True, copies=COPIES)
     realized = build_events(item_steps(graph, chip, items), chip.step_timing(), graph.name)
     queue = queue_estimate(realized)
     larger = queue.larger_interval_ns  # whole ns rounded up, as a candidate's estimate
@@ -190,9 +190,9 @@ def emit_pipeline_plan(
 
 
 def _backend(
-    graph: ComputeGraph, target: PimTarget, items: CoreItems, copies: int | None
+    graph: ComputeGraph, target: PimTarget, items: CoreItems, looping: bool, copies: int = 1
 ) -> tuple[LoweredProgram, RendezvousCheck]:
-    """Lower ``items`` and check the program: one pass (``copies`` None), or looping
-    streams of ``copies`` generations each."""
-    lowered = lower_program(graph, target, items, copies or 1)
-    return lowered, check_rendezvous(lowered.cores, looping=copies is not None)
+    """Lower ``items``, ``copies`` generations per stream, and check the program: one pass,
+    or ``looping`` streams."""
+    lowered = lower_program(graph, target, items, copies)
+    return lowered, check_rendezvous(lowered.cores, looping)

@@ -3,8 +3,8 @@
 A depth ``N`` only allows more stages than a smaller one, yet each depth's
 selection (scheduling.md, "Default throughput selection") starts from its own
 prefix-DP seed and spends its own 32 queue evaluations, so a larger depth can
-end with a higher interval: on the shipped models 9 of 13 model/target pairs
-have a depth worse than a smaller one (docs/benchmarks.md, "Ninth pass").
+end with a higher interval: on the shipped models 8 of 13 model/target pairs
+have a depth worse than a smaller one (docs/benchmarks.md, "Tenth pass").
 ``compile --pipeline N --pipeline-sweep`` runs the selections of depths 2, 4,
 8, ... below ``N`` and of ``N`` itself and keeps the lowest interval (ties: the
 smaller depth, fewer stages in flight). The selections are deterministic, so
