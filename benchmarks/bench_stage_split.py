@@ -15,6 +15,21 @@ answers "what would this split cost?" without a selection, e.g. for a split
 the search never proposes; docs/benchmarks.md ("Tenth pass") used it to
 compare three stages of ResNet-50 under single and double buffering (run it
 from each commit's tree).
+
+``--per-stage`` adds, per stage, where its time goes: the busiest core's work,
+the stage's list-schedule span (the placement's timing, which the packing and
+placement compare), the finish of the rendezvous simulation that orders the
+stage's programs (`raptor_cp.periodic.rendezvous_order`), the same simulation
+with transfers that take no core time (what the list schedule assumes), and
+the stage's own recurrence: the maximum cycle ratio of its cores' compute,
+send and receive steps alone, without the other stages, loads or
+synchronization. docs/benchmarks.md ("Eleventh pass") reads it.
+
+``--generations N`` runs the queue engine on the split's programs in both tie
+orders for up to ``N`` generations with no bound on processed events (the
+selection's bound is ``16 (V + E)``) and prints each generation's length: it
+shows why a candidate's run does not converge (e.g. a regime that repeats
+every three generations, which two-generation windows never accept).
 """
 
 from __future__ import annotations
@@ -22,11 +37,28 @@ from __future__ import annotations
 import argparse
 import pathlib
 import sys
+from dataclasses import dataclass
+
+import numpy as np
 
 import raptor_cp
+from raptor_cp.graph import ComputeGraph
+from raptor_cp.periodic.cycle_ratio import maximum_cycle_ratio
+from raptor_cp.periodic.events import build_events
+from raptor_cp.periodic.queue_engine import run_queue, with_queues
+from raptor_cp.periodic.rendezvous_order import (
+    QUANTUM_NS,
+    Action,
+    UnitCuts,
+    simulate_rendezvous,
+)
+from raptor_cp.periodic.steps import Compute, Recv, Send
 from raptor_cp.pipeline.beam import realized_cost
 from raptor_cp.pipeline.initial import initial_pipeline
+from raptor_cp.pipeline.plan import PipelinePlan
+from raptor_cp.pipeline.realize import same_stage_transfers, target_realization
 from raptor_cp.problems import PipelineProblem, Stage
+from raptor_cp.targets.base import SchedulingTarget, StepTiming
 
 MODELS = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "models"
 
@@ -37,6 +69,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("target")
     parser.add_argument("stages", nargs="*", help="FIRST:STOP:CORES per stage")
     parser.add_argument("--groups", action="store_true", help="list the operation groups")
+    parser.add_argument("--per-stage", action="store_true", help="where each stage's time goes")
+    parser.add_argument("--generations", type=int, help="N generations' lengths per tie order")
     args = parser.parse_args(argv)
     shipped = MODELS / f"{args.model}.onnx"
     prepared = raptor_cp.prepare(shipped if shipped.exists() else args.model, args.target)
@@ -47,8 +81,10 @@ def main(argv: list[str]) -> None:
             print(index, name)
         return
     stages = [Stage(*(int(x) for x in text.split(":"))) for text in args.stages]
-    _, cost = realized_cost(problem, costs, stages, "hand-made split")
+    plan, cost = realized_cost(problem, costs, stages, "hand-made split")
     print(f"python benchmarks/bench_stage_split.py {' '.join(argv)}")
+    if args.generations:
+        print_generations(problem.graph, problem.target, plan, args.generations)
     if cost.index_interval_ns is None or cost.reversed_interval_ns is None:
         print(f"unavailable: {'; '.join(cost.reasons)}")
         return
@@ -59,6 +95,118 @@ def main(argv: list[str]) -> None:
         f"reversed {cost.reversed_interval_ns / 1e6:.3f}); busiest core "
         f"{max(cost.core_work_ns) / 1e6:.3f} ms; memory controller {memory}"
     )
+    if args.per_stage:
+        print_per_stage(problem.graph, problem.target, plan)
+
+
+@dataclass(frozen=True)
+class FreeTransfers:
+    """A target's step timing with transfers that take no core time (what the list
+    schedule assumes); the receive budget is the target's."""
+
+    timing: StepTiming
+
+    @property
+    def local_memory_bytes(self) -> int:
+        return self.timing.local_memory_bytes
+
+    def control_ns(self, src: int, dst: int) -> int:
+        return 0
+
+    def data_ns(self, src: int, dst: int, nbytes: int) -> int:
+        return 0
+
+    def local_read_ns(self, nbytes: int) -> int:
+        return 0
+
+    def local_write_ns(self, nbytes: int) -> int:
+        return 0
+
+
+def simulated_finish(
+    graph: ComputeGraph,
+    target: SchedulingTarget,
+    timing: StepTiming | FreeTransfers,
+    plan: PipelinePlan,
+    stages: np.ndarray,
+) -> np.ndarray:
+    """Per core, when its entries of the rendezvous simulation end (the stages side by side)."""
+    schedule = plan.schedule
+    transfers = same_stage_transfers(graph, schedule, stages)
+    cuts = UnitCuts(graph, target, QUANTUM_NS)
+    programs = simulate_rendezvous(
+        graph,
+        timing,
+        schedule,
+        schedule.start_ns,
+        transfers,
+        cuts,  # type: ignore[arg-type]
+    )
+    src, nbytes = graph.edge_src.tolist(), graph.edge_bytes.tolist()
+    core = schedule.core.tolist()
+    finish = np.zeros(schedule.num_cores, dtype=np.int64)
+    for c, entries in enumerate(programs.entries()):
+        for x in entries:
+            if x.action is Action.TASK:
+                end = x.start_ns + x.ns
+            else:
+                a = core[src[x.edge]]
+                b = x.peer if x.action is Action.SEND else c
+                size = nbytes[x.edge]
+                end = x.start_ns + timing.control_ns(a, b) + timing.control_ns(b, a)
+                end += timing.local_read_ns(size)
+                if x.action is Action.RECV:
+                    end += timing.data_ns(a, b, size) + timing.local_write_ns(size)
+            finish[c] = max(finish[c], end)
+    return finish
+
+
+def print_generations(
+    graph: ComputeGraph, target: SchedulingTarget, plan: PipelinePlan, generations: int
+) -> None:
+    """The ``--generations`` lines (module docstring), lengths in ms."""
+    timing = target.step_timing()
+    if timing is None:
+        print(f"--generations: target {target.name} has no step timing")
+        return
+    programs = target_realization(graph, target, plan.schedule, plan.task_stage(graph.num_tasks))
+    events = with_queues(build_events(programs.cores, timing, graph.name), True, True)
+    for reverse in (False, True):
+        run = run_queue(events, reverse, generations, event_budget=2**62)
+        lengths = np.diff(np.asarray(run.generation_ends)) / 1e6
+        order = "reversed" if reverse else "index"
+        print(f"{order} ties, {run.status} after {run.generations} generations:")
+        print("  " + " ".join(f"{x:.3f}" for x in lengths))
+
+
+def print_per_stage(graph: ComputeGraph, target: SchedulingTarget, plan: PipelinePlan) -> None:
+    """The ``--per-stage`` table (module docstring), times in ms."""
+    timing = target.step_timing()
+    if timing is None:
+        print(f"--per-stage: target {target.name} has no step timing")
+        return
+    stages = plan.task_stage(graph.num_tasks)
+    core_stage = np.full(plan.schedule.num_cores, -1, dtype=np.int64)
+    core_stage[plan.schedule.core] = stages
+    priced = simulated_finish(graph, target, timing, plan, stages)
+    free = simulated_finish(graph, target, FreeTransfers(timing), plan, stages)
+    programs = target_realization(graph, target, plan.schedule, stages).cores
+    print("stage  cores  busiest core  list span  simulated  transfers free  own recurrence")
+    for s, placement in enumerate(plan.placements):
+        mine = np.flatnonzero(core_stage == s)
+        own_steps = (Compute, Send, Recv)
+        steps = [
+            [x for x in program if isinstance(x, own_steps)] if core_stage[c] == s else []
+            for c, program in enumerate(programs)
+        ]
+        events = build_events(steps, timing, f"stage {s}")
+        ratio = maximum_cycle_ratio(events.recurrence_graph)
+        own = "none" if ratio is None else f"{float(ratio.ratio) / 1e6:.3f}"
+        print(
+            f"{s:>5}  {mine.size:>5}  {max(events.core_work) / 1e6:>12.3f}  "
+            f"{placement.timing.span_ns / 1e6:>9.3f}  {priced[mine].max() / 1e6:>9.3f}  "
+            f"{free[mine].max() / 1e6:>14.3f}  {own:>14}"
+        )
 
 
 if __name__ == "__main__":
