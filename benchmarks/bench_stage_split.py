@@ -136,11 +136,11 @@ def simulated_finish(
     cuts = UnitCuts(graph, target, QUANTUM_NS)
     programs = simulate_rendezvous(
         graph,
-        timing,
+        timing,  # type: ignore[arg-type]  # FreeTransfers has the phases the simulation reads
         schedule,
         schedule.start_ns,
         transfers,
-        cuts,  # type: ignore[arg-type]
+        cuts,
     )
     src, nbytes = graph.edge_src.tolist(), graph.edge_bytes.tolist()
     core = schedule.core.tolist()

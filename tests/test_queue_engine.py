@@ -192,6 +192,18 @@ def test_generation_bound_makes_the_run_unavailable() -> None:
     )
 
 
+def test_generations_after_an_event_stops_do_not_converge() -> None:
+    # Event 0 (1 ns on switch 0, then 3 ns) and event 1 (2 ns on the same switch, back to
+    # back) share the switch. Event 1 reaches a bound of 5 generations first; after that
+    # event 0 no longer waits for it and its generations shorten to 4 ns (ends 3, 6, 11,
+    # 15, 19), which the window test accepted, against the 5 ns of the unbounded run.
+    events = events_of(2, [(0, 0, 3, 1), (1, 1, 0, 1)], [0, 0], [0, 0], [1, 2], 1)
+    assert run_queue(events).interval_ns == 5.0
+    capped = run_queue(events, max_generations=5)
+    assert capped.status == STATUS_UNAVAILABLE
+    assert capped.reason is not None and capped.reason.startswith("generation bound: event 1")
+
+
 def test_event_budget_makes_the_run_unavailable() -> None:
     run = run_queue(ping_pong(), event_budget=5)
     assert run.status == STATUS_UNAVAILABLE

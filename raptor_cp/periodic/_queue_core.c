@@ -232,7 +232,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         if (++done[k] == n) {
             ends[num_ends++] = now; /* generation k's latest completion: times never decrease */
             const int64_t j = num_ends - 1;
-            if (j >= window) {
+            if (j >= window && capped < 0) { /* no event stopped: full competition */
                 const int64_t early = ends[j - half] - ends[j - window];
                 const int64_t late = ends[j] - ends[j - half];
                 const int64_t diff = late > early ? late - early : early - late;

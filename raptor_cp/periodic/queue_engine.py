@@ -40,7 +40,12 @@ memory-request wait covers every generation, bootstrap included.
 Bounds: an event completes at most `MAX_GENERATIONS` generations and the run
 processes at most ``16 (V + E)`` heap events; when a bound (or a stall: events
 waiting for tokens that never come) stops the run first, the result is
-``unavailable`` with the reason. Time ``O(K (E + V log V))`` for ``K``
+``unavailable`` with the reason. Convergence is accepted only while no event
+has stopped at the generation bound: the generations that end after that run
+without the competition of the stopped events' next ones, and the window test
+could pass on them (two events sharing a switch, bounded at 5 generations,
+once "converged" at 4 ns where the unbounded run gives 5 ns;
+``tests/test_queue_engine.py``). Time ``O(K (E + V log V))`` for ``K``
 generations, storage ``O(V + E + B)`` for ``B`` pending tokens.
 
 The event loop is C (`raptor_cp.periodic._queue_core`, built by ``pip install``):
