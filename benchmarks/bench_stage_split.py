@@ -51,6 +51,7 @@ from raptor_cp.periodic.rendezvous_order import (
     Action,
     UnitCuts,
     simulate_rendezvous,
+    transfer_busy_ns,
 )
 from raptor_cp.periodic.steps import Compute, Recv, Send
 from raptor_cp.pipeline.beam import realized_cost
@@ -152,11 +153,8 @@ def simulated_finish(
             else:
                 a = core[src[x.edge]]
                 b = x.peer if x.action is Action.SEND else c
-                size = nbytes[x.edge]
-                end = x.start_ns + timing.control_ns(a, b) + timing.control_ns(b, a)
-                end += timing.local_read_ns(size)
-                if x.action is Action.RECV:
-                    end += timing.data_ns(a, b, size) + timing.local_write_ns(size)
+                send, receive = transfer_busy_ns(timing, a, b, nbytes[x.edge])  # type: ignore[arg-type]
+                end = x.start_ns + (send if x.action is Action.SEND else receive)
             finish[c] = max(finish[c], end)
     return finish
 

@@ -273,9 +273,11 @@ def round_trip_lines(trip: dict[str, Any]) -> list[str]:
     """The round trip of an emitted program against its compile, for the summary."""
     verdict = "holds" if trip["holds"] else "does not hold"
     rounds = trip.get("generations_per_round", 1)
-    lines = [f"the program runs {rounds} inferences per round; figures are per inference"]
-    if rounds == 1:
-        lines = []
+    lines = (
+        []
+        if rounds == 1
+        else [f"the program runs {rounds} inferences per round; figures are per inference"]
+    )
     lines += [
         f"round trip: {_ns(trip['program_ns'])} against the compile's {trip['compile_figure']} "
         f"{_ns(trip['compile_ns'])}: {_percent(trip['difference_percent'])} ({verdict} within "

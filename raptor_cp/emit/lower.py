@@ -153,7 +153,7 @@ def lower_program(
     for c, core_items in enumerate(items):
         if not core_items:
             continue
-        program, group_map, peak = lowering.core(c, core_items, registers, copies)
+        program, group_map, peak = lowering.core(c, core_items, rounds[c], registers)
         if len(program):
             cores[c], groups[c], peaks[c] = program, group_map, peak
     limit = min(chip.core.local_memory.memory_size, 2**31 - 1)
@@ -310,8 +310,11 @@ class _Lowering:
     # -- one core ----------------------------------------------------------------
 
     def core(
-        self, c: int, items: list[Item], registers: dict[int, dict[int, int]], copies: int
+        self, c: int, items: list[Item], rounds: list[Item], registers: dict[int, dict[int, int]]
     ) -> tuple[CoreProgram, tuple[int, ...], int]:
+        """Core ``c``'s instructions for ``rounds`` (its ``items`` unrolled, one generation
+        per publication copy), with local buffers allocated over one generation's
+        ``items``: a generation's buffers are dead at its end, so every copy reuses them."""
         graph = self.graph
         received = {item.edge for item in items if item.kind in (ItemKind.RECV, ItemKind.LOAD)}
         tasks = {item.task for item in items if item.kind is ItemKind.TASK}
@@ -358,7 +361,7 @@ class _Lowering:
         stream = _Stream()
         weights: dict[int, int] = {}
         crossbars: list[int] = []
-        for item in unrolled([items], copies)[0]:
+        for item in rounds:
             kind = item.kind
             if kind is ItemKind.TASK:
                 t = item.task

@@ -218,6 +218,14 @@ class SimulatedPrograms:
         return found
 
 
+def transfer_busy_ns(timing: StepTiming, src: int, dst: int, nbytes: int) -> tuple[int, int]:
+    """How long a transfer keeps its sender and its receiver busy: the request and the
+    permission flits plus the source read, and on top of that, for the receiver, the
+    payload and its write (the target's phase prices)."""
+    send = timing.control_ns(src, dst) + timing.control_ns(dst, src) + timing.local_read_ns(nbytes)
+    return send, send + timing.data_ns(src, dst, nbytes) + timing.local_write_ns(nbytes)
+
+
 def simulate_rendezvous(
     graph: ComputeGraph,
     timing: StepTiming,
@@ -285,11 +293,7 @@ class _Simulation:
         ):
             found = phases.get(key)
             if found is None:
-                a, b, size = key
-                handshake = timing.control_ns(a, b) + timing.control_ns(b, a)
-                send = handshake + timing.local_read_ns(size)
-                recv = send + timing.data_ns(a, b, size) + timing.local_write_ns(size)
-                found = phases[key] = (send, recv)
+                found = phases[key] = transfer_busy_ns(timing, *key)
             send_ns.append(found[0])
             recv_ns.append(found[1])
         self.send_ns, self.recv_ns = int64_array(send_ns), int64_array(recv_ns)
