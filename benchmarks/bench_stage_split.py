@@ -17,13 +17,17 @@ compare three stages of ResNet-50 under single and double buffering (run it
 from each commit's tree).
 
 ``--per-stage`` adds, per stage, where its time goes: the busiest core's work,
-the stage's list-schedule span (the placement's timing, which the packing and
-placement compare), the finish of the rendezvous simulation that orders the
-stage's programs (`raptor_cp.periodic.rendezvous_order`), the same simulation
+its occupancy (`raptor_cp.pipeline.stage_recurrence`: that work plus the time
+its transfers keep it busy), the stage's list-schedule span (the placement's
+timing, which the packing and placement compare), the finish of the
+rendezvous simulation that orders the stage's programs
+(`raptor_cp.periodic.rendezvous_order`), the same simulation
 with transfers that take no core time (what the list schedule assumes), and
 the stage's own recurrence: the maximum cycle ratio of its cores' compute,
 send and receive steps alone, without the other stages, loads or
-synchronization. docs/benchmarks.md ("Eleventh pass") reads it.
+synchronization, with the number of cores its critical cycle crosses, and the
+same without the stage's long transfers (`LONG_GROUPS`: a skip connection's
+join). docs/benchmarks.md ("Eleventh pass", "Twelfth pass") reads it.
 
 ``--generations N`` runs the queue engine on the split's programs in both tie
 orders for up to ``N`` generations with no bound on processed events (the
@@ -43,7 +47,6 @@ import numpy as np
 
 import raptor_cp
 from raptor_cp.graph import ComputeGraph
-from raptor_cp.periodic.cycle_ratio import maximum_cycle_ratio
 from raptor_cp.periodic.events import build_events
 from raptor_cp.periodic.queue_engine import run_queue, with_queues
 from raptor_cp.periodic.rendezvous_order import (
@@ -53,11 +56,11 @@ from raptor_cp.periodic.rendezvous_order import (
     simulate_rendezvous,
     transfer_busy_ns,
 )
-from raptor_cp.periodic.steps import Compute, Recv, Send
 from raptor_cp.pipeline.beam import realized_cost
 from raptor_cp.pipeline.initial import initial_pipeline
 from raptor_cp.pipeline.plan import PipelinePlan
 from raptor_cp.pipeline.realize import same_stage_transfers, target_realization
+from raptor_cp.pipeline.stage_recurrence import own_recurrence, stage_recurrences
 from raptor_cp.problems import PipelineProblem, Stage
 from raptor_cp.targets.base import SchedulingTarget, StepTiming
 
@@ -97,7 +100,9 @@ def main(argv: list[str]) -> None:
         f"{max(cost.core_work_ns) / 1e6:.3f} ms; memory controller {memory}"
     )
     if args.per_stage:
-        print_per_stage(problem.graph, problem.target, plan)
+        print_per_stage(
+            problem.graph, problem.target, plan, costs.groups.group_of_task(problem.graph.num_tasks)
+        )
 
 
 @dataclass(frozen=True)
@@ -177,8 +182,16 @@ def print_generations(
         print("  " + " ".join(f"{x:.3f}" for x in lengths))
 
 
-def print_per_stage(graph: ComputeGraph, target: SchedulingTarget, plan: PipelinePlan) -> None:
-    """The ``--per-stage`` table (module docstring), times in ms."""
+LONG_GROUPS = 2
+"""A same-stage transfer is long when its consumer's group is more than this many groups
+after its producer's (a skip connection's join, for instance)."""
+
+
+def print_per_stage(
+    graph: ComputeGraph, target: SchedulingTarget, plan: PipelinePlan, group: np.ndarray
+) -> None:
+    """The ``--per-stage`` table (module docstring), times in ms; ``group`` is every task's
+    operation group."""
     timing = target.step_timing()
     if timing is None:
         print(f"--per-stage: target {target.name} has no step timing")
@@ -188,23 +201,29 @@ def print_per_stage(graph: ComputeGraph, target: SchedulingTarget, plan: Pipelin
     core_stage[plan.schedule.core] = stages
     priced = simulated_finish(graph, target, timing, plan, stages)
     free = simulated_finish(graph, target, FreeTransfers(timing), plan, stages)
-    programs = target_realization(graph, target, plan.schedule, stages).cores
-    print("stage  cores  busiest core  list span  simulated  transfers free  own recurrence")
-    for s, placement in enumerate(plan.placements):
-        mine = np.flatnonzero(core_stage == s)
-        own_steps = (Compute, Send, Recv)
-        steps = [
-            [x for x in program if isinstance(x, own_steps)] if core_stage[c] == s else []
-            for c, program in enumerate(programs)
-        ]
-        events = build_events(steps, timing, f"stage {s}")
-        ratio = maximum_cycle_ratio(events.recurrence_graph)
-        own = "none" if ratio is None else f"{float(ratio.ratio) / 1e6:.3f}"
+    realization = target_realization(graph, target, plan.schedule, stages)
+    print(
+        "stage  cores  busiest core  occupancy  list span  simulated  transfers free  "
+        "own recurrence  cycle cores  without long"
+    )
+    for entry, placement in zip(
+        stage_recurrences(realization, core_stage, timing), plan.placements, strict=True
+    ):
+        mine = core_stage == entry.stage
+        short = own_recurrence(
+            realization, mine, timing, lambda u, v: group[v] - group[u] <= LONG_GROUPS
+        )[0]
         print(
-            f"{s:>5}  {mine.size:>5}  {max(events.core_work) / 1e6:>12.3f}  "
-            f"{placement.timing.span_ns / 1e6:>9.3f}  {priced[mine].max() / 1e6:>9.3f}  "
-            f"{free[mine].max() / 1e6:>14.3f}  {own:>14}"
+            f"{entry.stage:>5}  {entry.cores:>5}  {entry.core_work_ns / 1e6:>12.3f}  "
+            f"{entry.occupancy_ns / 1e6:>9.3f}  {placement.timing.span_ns / 1e6:>9.3f}  "
+            f"{priced[mine].max() / 1e6:>9.3f}  {free[mine].max() / 1e6:>14.3f}  "
+            f"{_ms(entry.own_recurrence_ns):>14}  {entry.critical_cycle_cores:>11}  "
+            f"{_ms(short):>12}"
         )
+
+
+def _ms(ns: float | None) -> str:
+    return "none" if ns is None else f"{ns / 1e6:.3f}"
 
 
 if __name__ == "__main__":

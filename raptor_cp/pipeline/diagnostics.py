@@ -7,7 +7,10 @@ with the source switches' FIFOs and the separate ``memory_controller`` estimate
 with the controller's FIFO. The baseline requests (function inputs, constants,
 outputs) join the aggregate memory-service term without positions. It is
 read-only: computed after the schedule is fixed and never fed back into it. The
-realization's omissions join the model's ``missing_effects``. A target without
+realization's omissions join the model's ``missing_effects``. Per stage, the
+document adds its cores' occupancy and its own recurrence
+(`raptor_cp.pipeline.stage_recurrence`): whether a stage is held back by work or
+by transfers that couple its cores' generations. A target without
 complete step timing, a sub-byte payload or a register file too small gives an
 explicit ``unavailable`` report (scheduling.md: "Unsupported or incomplete target
 timing produces an `unavailable` report").
@@ -16,6 +19,8 @@ timing produces an `unavailable` report").
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.pipeline.plan import PipelinePlan
@@ -41,6 +46,7 @@ def pipeline_periodic(
     from raptor_cp.errors import TimingUnavailableError
     from raptor_cp.periodic.analysis import QueueModel, analyse_periodic
     from raptor_cp.pipeline.realize import REALIZATION_EFFECTS, pipeline_events
+    from raptor_cp.pipeline.stage_recurrence import stage_recurrences
     from raptor_cp.reports.periodic_report import periodic_document, unavailable_document
 
     source = f"{model} pipeline schedule (depth {depth})"
@@ -56,12 +62,19 @@ def pipeline_periodic(
         document = unavailable_document(
             str(error), source=source, target=target.name, missing_effects=REALIZATION_EFFECTS
         )
-        steps = None
+        steps = stage_recurrence = None
     else:
         document = periodic_document(
             analysis, source=source, target=target.name, missing_effects=REALIZATION_EFFECTS
         )
         steps = realization.counts()
+        timing = target.step_timing()
+        assert timing is not None  # pipeline_events raised otherwise
+        core_stage = np.full(plan.schedule.num_cores, -1, dtype=np.int64)
+        core_stage[plan.schedule.core] = stage
+        stage_recurrence = [
+            entry.to_json() for entry in stage_recurrences(realization, core_stage, timing)
+        ]
     document["pipeline"] = {
         "depth": depth,
         "stages": len(plan.stages),
@@ -75,5 +88,6 @@ def pipeline_periodic(
             "reversed_interval_ns": selected.reversed_interval_ns,
         },
         "steps": steps,
+        "stage_recurrence": stage_recurrence,
     }
     return document
