@@ -8,8 +8,10 @@ the stage is held back by work or by coupling:
 * **occupancy**: the busiest core's time per generation in its compute runs and
   transfers, each transfer priced as the rendezvous simulation prices the time
   it keeps its sender and its receiver busy
-  (`raptor_cp.periodic.rendezvous_order.transfer_busy_ns`). It is what the
-  stage would recur at if its cores never waited for each other;
+  (`raptor_cp.periodic.rendezvous_order.transfer_busy_ns`). It is about what
+  the stage would recur at if its cores never waited for each other (a
+  receive posted after its request has arrived skips that flit, so a
+  recurrence can come a few ns below it: a diagnostic, not a bound);
 * **own recurrence**: the maximum cycle ratio of the stage's compute, send and
   receive steps alone (`raptor_cp.periodic.cycle_ratio`), without the other
   stages, loads, stores or synchronization, and how many cores its critical
