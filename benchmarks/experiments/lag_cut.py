@@ -1,25 +1,29 @@
-"""Experiment: lag cuts inside one stage, measured on the stage's own recurrence.
+"""Experiment: lag cuts inside pipeline stages, priced as selection prices a candidate.
 
 Usage::
 
-    python benchmarks/experiments/lag_cut.py MODEL TARGET STAGE CUTS FIRST:STOP:CORES ...
+    python benchmarks/experiments/lag_cut.py MODEL TARGET CUTS FIRST:STOP:CORES ...
 
 The stages are built as `benchmarks/bench_stage_split.py` builds them. ``CUTS``
 is a comma-separated list of cut sets, each a ``+``-separated list of group
 indices: a task of group ``g`` runs ``lag`` generations behind, ``lag`` the
-number of cut points at or below ``g`` (software pipelining within the stage,
-no global memory). A transfer whose consumer lags its producer carries the
-previous generation's payload, so both cores make it first in their programs,
-in one order shared by all cores (edge id); each core then runs its steps of
-the largest lag, and so on down to lag 0, each in the realized order. A compute
-run mixing lags is split by its units' prices. The script prints the stage's
-occupancy, its own recurrence without cuts and with each cut set
-(`raptor_cp.pipeline.stage_recurrence`).
+number of cut points of its stage at or below ``g`` (software pipelining within
+a stage, no global memory). A transfer whose consumer lags its producer carries
+the previous generation's payload, so both cores make it first in their
+programs (after the release-tree entry steps), in one order shared by all
+cores (edge id); each core then runs its steps of the largest lag, and so on
+down to lag 0, each in the realized order, and ends with its restart
+permissions. A compute run mixing lags is split by its units' prices. The
+script prints every stage's occupancy and own recurrence
+(`raptor_cp.pipeline.stage_recurrence`) and the plan's queue interval
+(`raptor_cp.periodic.schedule_cost.queue_schedule_cost`, as selection prices a
+candidate), then, per cut set, the cut stages' own recurrences and the plan's
+interval with those stages' programs reordered.
 
-Timing only: the programs are not emitted, and a stage whose loads or stores
-mixed lags would need a prologue and its readers would see mixed generations;
-it answers "would a lag cut decouple this stage?" (docs/benchmarks.md,
-"Twelfth pass").
+Timing only: the programs are not emitted (a first generation would need a
+prologue, and a reader of stores made at different lags would see mixed
+generations). It answers "would lag cuts decouple these stages?"
+(docs/benchmarks.md, "Twelfth pass").
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import numpy as np
 
 import raptor_cp
 from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, UnitCuts
+from raptor_cp.periodic.schedule_cost import queue_schedule_cost
 from raptor_cp.periodic.steps import Compute, Recv, Send, Step
 from raptor_cp.pipeline.beam import realized_cost
 from raptor_cp.pipeline.initial import initial_pipeline
@@ -48,23 +53,33 @@ def lagged(
     edge_of: dict[tuple[int, int], int],
     price: UnitCuts,
 ) -> PipelineRealization:
-    """The stage's compute, send and receive steps reordered for ``lag`` (per task)."""
+    """The programs with the cores where ``mine`` holds reordered for ``lag`` (per task);
+    other cores keep theirs. On a reordered core: the release-tree entry steps, the
+    transfers across lags, each lag's steps from the largest down (a compute run mixing
+    lags split by its units' prices; a load, store, READY wait or signal with its task),
+    and the steps after its last task's (the restart-permission WAITs)."""
     top = int(lag.max())
     cores: list[list[Step]] = []
     tasks: list[list[tuple[int, ...]]] = []
     for c, program in enumerate(realization.cores):
+        owners = realization.tasks[c]
         if not mine[c]:
-            cores.append([])
-            tasks.append([])
+            cores.append(list(program))
+            tasks.append(list(owners))
             continue
-        first: list[tuple[int, Step, tuple[int, ...]]] = []
+        worked = [i for i, who in enumerate(owners) if who]
+        tail = worked[-1] + 1 if worked else 0
+        head: list[tuple[Step, tuple[int, ...]]] = []
+        across: list[tuple[int, Step, tuple[int, ...]]] = []
         phases: list[list[tuple[Step, tuple[int, ...]]]] = [[] for _ in range(top + 1)]
-        for i, step in enumerate(program):
-            who = realization.tasks[c][i]
-            if isinstance(step, (Send, Recv)):
+        for i, step in enumerate(program[:tail]):
+            who = owners[i]
+            if not who:
+                head.append((step, who))
+            elif isinstance(step, (Send, Recv)):
                 u, v = who[:2]
                 if lag[v] > lag[u]:
-                    first.append((edge_of[u, v], step, who))
+                    across.append((edge_of[u, v], step, who))
                 else:
                     phases[lag[u]].append((step, who))
             elif isinstance(step, Compute):
@@ -75,9 +90,12 @@ def lagged(
                 for level in range(top + 1):
                     if ns[level]:
                         phases[level].append((Compute(ns[level]), ()))
-        first.sort(key=lambda entry: entry[0])
-        ordered = [(s, w) for _, s, w in first]
+            else:
+                phases[lag[who[0]]].append((step, who))
+        across.sort(key=lambda entry: entry[0])
+        ordered = head + [(s, w) for _, s, w in across]
         ordered += [entry for level in range(top, -1, -1) for entry in phases[level]]
+        ordered += list(zip(program[tail:], owners[tail:], strict=True))
         cores.append([s for s, _ in ordered])
         tasks.append([w for _, w in ordered])
     parts = [[() for _ in core] for core in cores]
@@ -85,8 +103,7 @@ def lagged(
 
 
 def main(argv: list[str]) -> None:
-    model, target, stage_text, cuts, *stage_specs = argv
-    stage = int(stage_text)
+    model, target, cuts, *stage_specs = argv
     shipped = MODELS / f"{model}.onnx"
     prepared = raptor_cp.prepare(shipped if shipped.exists() else model, target)
     problem = PipelineProblem(prepared.graph, prepared.target, len(stage_specs))
@@ -100,23 +117,37 @@ def main(argv: list[str]) -> None:
     realization = target_realization(graph, problem.target, plan.schedule, task_stage)
     core_stage = np.full(plan.schedule.num_cores, -1, dtype=np.int64)
     core_stage[plan.schedule.core] = task_stage
-    mine = core_stage == stage
     group = costs.groups.group_of_task(graph.num_tasks)
+    group_stage = np.concatenate([np.full(st.stop - st.first, i) for i, st in enumerate(stages)])
     edges = zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), strict=True)
     edge_of = {(u, v): e for e, (u, v) in enumerate(edges)}
     price = UnitCuts(graph, problem.target, QUANTUM_NS)
+    occupied = occupancy_ns(realization.cores, timing)
     print(f"python benchmarks/experiments/lag_cut.py {' '.join(argv)}")
-    busiest = occupancy_ns(realization.cores, timing)[mine].max()
-    print(f"stage {stage}: occupancy {_ms(float(busiest))}")
-    ratio, crossed, _ = own_recurrence(realization, mine, timing)
-    print(f"no cut: own recurrence {_ms(ratio)} ({crossed} cores)")
+
+    def report(label: str, programs: PipelineRealization, cut_stages: list[int]) -> None:
+        own = []
+        for s in cut_stages:
+            ratio, crossed, _ = own_recurrence(programs, core_stage == s, timing)
+            own.append(f"stage {s} {_ms(ratio)} ({crossed} cores)")
+        cost = queue_schedule_cost(
+            programs.cores, timing, label, baseline_service_ns=plan.baseline.service_ns
+        )
+        whole = cost.reasons[0] if cost.reasons else _ms(cost.estimate_ns)
+        print(f"{label}: own recurrence {', '.join(own)}; plan interval {whole}")
+
+    everywhere = list(range(len(stages)))
+    busiest = ", ".join(f"{s} {_ms(float(occupied[core_stage == s].max()))}" for s in everywhere)
+    print(f"occupancy: stage {busiest}")
+    report("no cut", realization, everywhere)
     for spec in cuts.split(","):
         points = sorted(int(x) for x in spec.split("+"))
-        lag = np.searchsorted(np.asarray(points), group, side="right")
-        ratio, crossed, _ = own_recurrence(
-            lagged(realization, mine, lag, edge_of, price), mine, timing
-        )
-        print(f"cuts {points}: own recurrence {_ms(ratio)} ({crossed} cores)")
+        cut_stages = sorted({int(group_stage[p]) for p in points})
+        lag = np.zeros(graph.num_tasks, dtype=np.int64)
+        for p in points:
+            lag += (group_stage[group] == group_stage[p]) & (group >= p)
+        mine = np.isin(core_stage, cut_stages)
+        report(f"cuts {points}", lagged(realization, mine, lag, edge_of, price), cut_stages)
 
 
 def _ms(ns: float | None) -> str:
