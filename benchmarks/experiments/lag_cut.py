@@ -28,22 +28,16 @@ generations). It answers "would lag cuts decouple these stages?"
 
 from __future__ import annotations
 
-import pathlib
 import sys
 
 import numpy as np
+from split import hand_split
 
-import raptor_cp
 from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, UnitCuts
 from raptor_cp.periodic.schedule_cost import queue_schedule_cost
 from raptor_cp.periodic.steps import Compute, Recv, Send, Step
-from raptor_cp.pipeline.beam import realized_cost
-from raptor_cp.pipeline.initial import initial_pipeline
-from raptor_cp.pipeline.realize import PipelineRealization, target_realization
+from raptor_cp.pipeline.realize import PipelineRealization
 from raptor_cp.pipeline.stage_recurrence import occupancy_ns, own_recurrence
-from raptor_cp.problems import PipelineProblem, Stage
-
-MODELS = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "models"
 
 
 def lagged(
@@ -104,24 +98,14 @@ def lagged(
 
 def main(argv: list[str]) -> None:
     model, target, cuts, *stage_specs = argv
-    shipped = MODELS / f"{model}.onnx"
-    prepared = raptor_cp.prepare(shipped if shipped.exists() else model, target)
-    problem = PipelineProblem(prepared.graph, prepared.target, len(stage_specs))
-    costs = initial_pipeline(problem.graph, problem.target, problem.depth).costs
-    stages = [Stage(*(int(x) for x in text.split(":"))) for text in stage_specs]
-    plan, _ = realized_cost(problem, costs, stages, "hand-made split")
-    graph, timing = problem.graph, problem.target.step_timing()
-    if timing is None:
-        raise SystemExit(f"target {target} has no step timing")
-    task_stage = plan.task_stage(graph.num_tasks)
-    realization = target_realization(graph, problem.target, plan.schedule, task_stage)
-    core_stage = np.full(plan.schedule.num_cores, -1, dtype=np.int64)
-    core_stage[plan.schedule.core] = task_stage
+    split = hand_split(model, target, stage_specs)
+    graph, timing, costs = split.problem.graph, split.timing, split.costs
+    realization, core_stage, stages = split.realization, split.core_stage, split.stages
     group = costs.groups.group_of_task(graph.num_tasks)
     group_stage = np.concatenate([np.full(st.stop - st.first, i) for i, st in enumerate(stages)])
     edges = zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), strict=True)
     edge_of = {(u, v): e for e, (u, v) in enumerate(edges)}
-    price = UnitCuts(graph, problem.target, QUANTUM_NS)
+    price = UnitCuts(graph, split.problem.target, QUANTUM_NS)
     occupied = occupancy_ns(realization.cores, timing)
     print(f"python benchmarks/experiments/lag_cut.py {' '.join(argv)}")
 
@@ -131,7 +115,7 @@ def main(argv: list[str]) -> None:
             ratio, crossed, _ = own_recurrence(programs, core_stage == s, timing)
             own.append(f"stage {s} {_ms(ratio)} ({crossed} cores)")
         cost = queue_schedule_cost(
-            programs.cores, timing, label, baseline_service_ns=plan.baseline.service_ns
+            programs.cores, timing, label, baseline_service_ns=split.plan.baseline.service_ns
         )
         whole = cost.reasons[0] if cost.reasons else _ms(cost.estimate_ns)
         print(f"{label}: own recurrence {', '.join(own)}; plan interval {whole}")

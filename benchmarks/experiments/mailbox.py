@@ -28,25 +28,18 @@ would receive-side buffering decouple this stage?" (docs/benchmarks.md,
 
 from __future__ import annotations
 
-import pathlib
 import sys
 from collections import defaultdict
 
 import numpy as np
+from split import hand_split
 
-import raptor_cp
 from raptor_cp.periodic.cycle_ratio import maximum_cycle_ratio
 from raptor_cp.periodic.graph import PeriodicGraph
 from raptor_cp.periodic.rendezvous_order import transfer_busy_ns
 from raptor_cp.periodic.steps import Compute, Recv, Send, Step
-from raptor_cp.pipeline.beam import realized_cost
-from raptor_cp.pipeline.initial import initial_pipeline
-from raptor_cp.pipeline.realize import target_realization
 from raptor_cp.pipeline.stage_recurrence import stage_recurrences
-from raptor_cp.problems import PipelineProblem, Stage
 from raptor_cp.targets.base import StepTiming
-
-MODELS = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "models"
 
 
 def recurrence_ns(programs: list[list[Step]], timing: StepTiming, mailbox: bool) -> float:
@@ -98,19 +91,8 @@ def recurrence_ns(programs: list[list[Step]], timing: StepTiming, mailbox: bool)
 
 def main(argv: list[str]) -> None:
     model, target, *stage_specs = argv
-    shipped = MODELS / f"{model}.onnx"
-    prepared = raptor_cp.prepare(shipped if shipped.exists() else model, target)
-    problem = PipelineProblem(prepared.graph, prepared.target, len(stage_specs))
-    costs = initial_pipeline(problem.graph, problem.target, problem.depth).costs
-    stages = [Stage(*(int(x) for x in text.split(":"))) for text in stage_specs]
-    plan, _ = realized_cost(problem, costs, stages, "hand-made split")
-    graph, timing = problem.graph, problem.target.step_timing()
-    if timing is None:
-        raise SystemExit(f"target {target} has no step timing")
-    task_stage = plan.task_stage(graph.num_tasks)
-    realization = target_realization(graph, problem.target, plan.schedule, task_stage)
-    core_stage = np.full(plan.schedule.num_cores, -1, dtype=np.int64)
-    core_stage[plan.schedule.core] = task_stage
+    split = hand_split(model, target, stage_specs)
+    timing, realization, core_stage = split.timing, split.realization, split.core_stage
     print(f"python benchmarks/experiments/mailbox.py {' '.join(argv)}")
     print("stage  occupancy  own recurrence  rendezvous (this model)  mailbox")
     for entry in stage_recurrences(realization, core_stage, timing):

@@ -1,0 +1,57 @@
+"""A pipeline split given by hand, built and realized as selection builds a candidate.
+
+Shared by the experiments in this directory: ``FIRST:STOP:CORES`` per stage, as
+`benchmarks/bench_stage_split.py` reads them.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+
+import numpy as np
+
+import raptor_cp
+from raptor_cp.pipeline.beam import realized_cost
+from raptor_cp.pipeline.initial import initial_pipeline
+from raptor_cp.pipeline.plan import PipelinePlan
+from raptor_cp.pipeline.realize import PipelineRealization, target_realization
+from raptor_cp.pipeline.stage_costs import StageCosts
+from raptor_cp.problems import PipelineProblem, Stage
+from raptor_cp.targets.base import StepTiming
+
+MODELS = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "models"
+
+
+@dataclass(frozen=True)
+class HandSplit:
+    """The split's problem, stage costs, stages, placed plan and realized programs."""
+
+    problem: PipelineProblem
+    costs: StageCosts
+    stages: list[Stage]
+    plan: PipelinePlan
+    timing: StepTiming
+    realization: PipelineRealization
+    core_stage: np.ndarray
+    """Per core, its stage (-1: idle)."""
+
+
+def hand_split(model: str, target: str, specs: list[str]) -> HandSplit:
+    """Build ``specs`` (``FIRST:STOP:CORES`` each) for ``model`` (a name in
+    tests/data/models or a path) on ``target``; exits when the target has no step
+    timing."""
+    shipped = MODELS / f"{model}.onnx"
+    prepared = raptor_cp.prepare(shipped if shipped.exists() else model, target)
+    problem = PipelineProblem(prepared.graph, prepared.target, len(specs))
+    costs = initial_pipeline(problem.graph, problem.target, problem.depth).costs
+    stages = [Stage(*(int(x) for x in text.split(":"))) for text in specs]
+    plan, _ = realized_cost(problem, costs, stages, "hand-made split")
+    timing = problem.target.step_timing()
+    if timing is None:
+        raise SystemExit(f"target {target} has no step timing")
+    task_stage = plan.task_stage(problem.graph.num_tasks)
+    realization = target_realization(problem.graph, problem.target, plan.schedule, task_stage)
+    core_stage = np.full(plan.schedule.num_cores, -1, dtype=np.int64)
+    core_stage[plan.schedule.core] = task_stage
+    return HandSplit(problem, costs, stages, plan, timing, realization, core_stage)
