@@ -60,7 +60,7 @@ from raptor_cp.pipeline.beam import realized_cost
 from raptor_cp.pipeline.initial import initial_pipeline
 from raptor_cp.pipeline.plan import PipelinePlan
 from raptor_cp.pipeline.realize import same_stage_transfers, target_realization
-from raptor_cp.pipeline.stage_recurrence import own_recurrence, stage_recurrences
+from raptor_cp.pipeline.stage_recurrence import core_stages, own_recurrence, stage_recurrences
 from raptor_cp.problems import PipelineProblem, Stage
 from raptor_cp.targets.base import SchedulingTarget, StepTiming
 
@@ -197,8 +197,7 @@ def print_per_stage(
         print(f"--per-stage: target {target.name} has no step timing")
         return
     stages = plan.task_stage(graph.num_tasks)
-    core_stage = np.full(plan.schedule.num_cores, -1, dtype=np.int64)
-    core_stage[plan.schedule.core] = stages
+    core_stage = core_stages(plan.schedule, stages)
     priced = simulated_finish(graph, target, timing, plan, stages)
     free = simulated_finish(graph, target, FreeTransfers(timing), plan, stages)
     realization = target_realization(graph, target, plan.schedule, stages)

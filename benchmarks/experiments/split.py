@@ -17,6 +17,7 @@ from raptor_cp.pipeline.initial import initial_pipeline
 from raptor_cp.pipeline.plan import PipelinePlan
 from raptor_cp.pipeline.realize import PipelineRealization, target_realization
 from raptor_cp.pipeline.stage_costs import StageCosts
+from raptor_cp.pipeline.stage_recurrence import core_stages
 from raptor_cp.problems import PipelineProblem, Stage
 from raptor_cp.targets.base import StepTiming
 
@@ -52,6 +53,5 @@ def hand_split(model: str, target: str, specs: list[str]) -> HandSplit:
         raise SystemExit(f"target {target} has no step timing")
     task_stage = plan.task_stage(problem.graph.num_tasks)
     realization = target_realization(problem.graph, problem.target, plan.schedule, task_stage)
-    core_stage = np.full(plan.schedule.num_cores, -1, dtype=np.int64)
-    core_stage[plan.schedule.core] = task_stage
+    core_stage = core_stages(plan.schedule, task_stage)
     return HandSplit(problem, costs, stages, plan, timing, realization, core_stage)

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.pipeline.plan import PipelinePlan
 from raptor_cp.targets.base import RealizedScheduleCost, SchedulingTarget
@@ -46,7 +44,7 @@ def pipeline_periodic(
     from raptor_cp.errors import TimingUnavailableError
     from raptor_cp.periodic.analysis import QueueModel, analyse_periodic
     from raptor_cp.pipeline.realize import REALIZATION_EFFECTS, pipeline_events
-    from raptor_cp.pipeline.stage_recurrence import stage_recurrences
+    from raptor_cp.pipeline.stage_recurrence import core_stages, stage_recurrences
     from raptor_cp.reports.periodic_report import periodic_document, unavailable_document
 
     source = f"{model} pipeline schedule (depth {depth})"
@@ -70,8 +68,7 @@ def pipeline_periodic(
         steps = realization.counts()
         timing = target.step_timing()
         assert timing is not None  # pipeline_events raised otherwise
-        core_stage = np.full(plan.schedule.num_cores, -1, dtype=np.int64)
-        core_stage[plan.schedule.core] = stage
+        core_stage = core_stages(plan.schedule, stage)
         stage_recurrence = [
             entry.to_json() for entry in stage_recurrences(realization, core_stage, timing)
         ]

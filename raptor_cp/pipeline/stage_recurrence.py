@@ -42,6 +42,7 @@ from raptor_cp.periodic.events import build_events
 from raptor_cp.periodic.rendezvous_order import transfer_busy_ns
 from raptor_cp.periodic.steps import Compute, Recv, Send, Step
 from raptor_cp.pipeline.realize import PipelineRealization
+from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import StepTiming
 
 TransferFilter = Callable[[int, int], bool]
@@ -71,6 +72,14 @@ class StageRecurrence:
             "own_recurrence_ns": self.own_recurrence_ns,
             "critical_cycle_cores": self.critical_cycle_cores,
         }
+
+
+def core_stages(schedule: Schedule, task_stage: np.ndarray) -> np.ndarray:
+    """Each core's stage from the tasks it runs; -1 for a core without tasks (unlike
+    `Schedule.stage`, which gives a stage's whole region, idle cores included)."""
+    stage = np.full(schedule.num_cores, -1, dtype=np.int64)
+    stage[schedule.core] = task_stage
+    return stage
 
 
 def occupancy_ns(programs: list[list[Step]], timing: StepTiming) -> np.ndarray:
