@@ -612,6 +612,7 @@ def compile_pipeline(
     emit: bool = False,
     jobs: int = 1,
     sweep: bool = False,
+    evaluations: int | None = None,
 ) -> PipelineResult:
     """Select a pipeline schedule of at most ``depth`` stages and check it.
 
@@ -619,6 +620,11 @@ def compile_pipeline(
     ``beam``, the queue-aware selection; ``initial`` keeps the initialized
     schedule). ``jobs`` CPUs evaluate each beam round's candidates side by side
     (`raptor_cp.forked`; the selection is the same for every ``jobs``).
+
+    ``evaluations`` (``beam`` only; at least 2, the search's two roots) replaces
+    the seeds' budget of 32 queue evaluations and 128 constructive packings by
+    ``evaluations`` and four times as many: the same search run longer, for a
+    user who trades compile time for interval (docs/cli.md, "A longer search").
 
     With ``sweep``, run the selection at every depth of
     `raptor_cp.pipeline.sweep.sweep_depths` and keep the lowest interval (ties:
@@ -644,11 +650,24 @@ def compile_pipeline(
     options = dict(settings or {})
     if jobs < 1:
         raise InvalidConfigError(f"jobs must be at least 1, got {jobs}")
-    if jobs > 1:
-        from raptor_cp.pipeline.beam import BeamPipelineSolver
+    from raptor_cp.pipeline.beam import PACKINGS_PER_EVALUATION, BeamPipelineSolver
 
-        if (method or DEFAULT_METHOD[PipelineProblem]) == BeamPipelineSolver.name:
-            options["jobs"] = jobs
+    beam = (method or DEFAULT_METHOD[PipelineProblem]) == BeamPipelineSolver.name
+    if jobs > 1 and beam:
+        options["jobs"] = jobs
+    if evaluations is not None:
+        if not beam:
+            raise InvalidConfigError(
+                f"a queue evaluation budget is the {BeamPipelineSolver.name} selection's; "
+                f"method {method!r} evaluates no candidates"
+            )
+        if evaluations < 2:
+            raise InvalidConfigError(
+                f"the queue evaluation budget must be at least 2 (the search's two roots), "
+                f"got {evaluations}"
+            )
+        options["queue_evaluations"] = evaluations
+        options["constructive_packings"] = PACKINGS_PER_EVALUATION * evaluations
     if sweep:
         result = _sweep_pipeline(prepared, depth, method, options, progress)
     else:
@@ -830,6 +849,7 @@ def compile(
     emit: bool = False,
     jobs: int = 1,
     pipeline_sweep: bool = False,
+    pipeline_evaluations: int | None = None,
     progress: Progress = _quiet,
 ) -> CompileResult:
     """Compile ``model`` for ``target``: the library form of ``raptor-cp compile``.
@@ -867,6 +887,9 @@ def compile(
     pipeline_sweep:
         Pipeline mode: select at depths 2, 4, ... below ``pipeline`` and at
         ``pipeline``, and keep the lowest interval (`raptor_cp.pipeline.sweep`).
+    pipeline_evaluations:
+        Pipeline mode, ``beam``: queue evaluations of each selection instead of
+        the seeds' 32 (`compile_pipeline`).
     progress:
         ``progress(phase, detail)`` after each phase.
 
@@ -874,6 +897,10 @@ def compile(
     """
     if pipeline_sweep and (pipeline is None or pipeline < 2):
         raise InvalidConfigError("a depth sweep needs pipeline mode (pipeline depth > 1)")
+    if pipeline_evaluations is not None and (pipeline is None or pipeline < 2):
+        raise InvalidConfigError(
+            "a queue evaluation budget needs pipeline mode (pipeline depth > 1)"
+        )
     if pipeline is not None and pipeline > 1 and (settings or polish is not None):
         raise InvalidConfigError("settings and polish are latency-scheduler options, not pipeline")
     if exchange_budget is not None and (settings or polish is not None):
@@ -895,6 +922,7 @@ def compile(
             emit=emit,
             jobs=jobs,
             sweep=pipeline_sweep,
+            evaluations=pipeline_evaluations,
         )
     if exchange_budget is not None:
         from raptor_cp.exchange.admission import AdmissionLimits

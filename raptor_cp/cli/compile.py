@@ -59,6 +59,13 @@ DEFAULT_OUT = Path("raptor-out")
     "interval (never above a sweep at a smaller power of two; one selection per depth).",
 )
 @click.option(
+    "--pipeline-evaluations",
+    type=click.IntRange(min=2),
+    help="Pipeline mode, beam: queue evaluations per selection (default 32, the seeds'; "
+    "4 constructive packings each). More search for a lower interval, at about the same "
+    "time per evaluation.",
+)
+@click.option(
     "--pipeline-method",
     type=click.Choice(methods(PipelineProblem)),
     help="Pipeline selection: beam (default; queue-aware refinement of the initial partition) "
@@ -163,6 +170,7 @@ def compile_command(
     mode: str,
     pipeline: int | None,
     pipeline_sweep: bool,
+    pipeline_evaluations: int | None,
     pipeline_method: str | None,
     scheduler: str,
     polish: float | None,
@@ -209,6 +217,13 @@ def compile_command(
         raise UserError("--pipeline-method needs pipeline mode (--pipeline N > 1)")
     if depth is None and pipeline_sweep:
         raise UserError("--pipeline-sweep needs pipeline mode (--pipeline N > 1)")
+    if depth is None and pipeline_evaluations is not None:
+        raise UserError("--pipeline-evaluations needs pipeline mode (--pipeline N > 1)")
+    if pipeline_evaluations is not None and pipeline_method not in (None, "beam"):
+        raise UserError(
+            f"--pipeline-evaluations is the beam's budget; --pipeline-method {pipeline_method} "
+            "evaluates no candidates"
+        )
     if depth is None and jobs is not None:
         raise UserError("--jobs needs pipeline mode (--pipeline N > 1)")
     limits = None
@@ -232,6 +247,7 @@ def compile_command(
                 pipeline=depth,
                 pipeline_method=pipeline_method,
                 pipeline_sweep=pipeline_sweep,
+                pipeline_evaluations=pipeline_evaluations,
                 scheduler=scheduler,
                 settings=settings,
                 polish=polish,

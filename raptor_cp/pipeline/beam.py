@@ -110,6 +110,8 @@ QUEUE_EVALUATIONS = 32
 """Complete queue costs the search may evaluate (seeds)."""
 CONSTRUCTIVE_PACKINGS = 128
 """Constructive allocations and physical packings the search may attempt (seeds)."""
+PACKINGS_PER_EVALUATION = CONSTRUCTIVE_PACKINGS // QUEUE_EVALUATIONS
+"""The seeds' ratio of the two budgets, kept when a user sets the queue evaluations."""
 BEAM_WIDTH = 2
 """Schedules the beam retains (seeds)."""
 
@@ -582,10 +584,17 @@ class _Search:
         if not cost.available:
             prop = missing_property(cost)
             stages = [[s.first, s.stop, s.cores] for s in candidate.stages]
+            # The search is the same for every budget (candidates in the same order), so a
+            # budget of ``index`` evaluations ends it before this candidate.
+            shorter = (
+                f"; --pipeline-evaluations {candidate.index} ends the search before it"
+                if candidate.index >= 2
+                else ""
+            )
             raise SelectionStoppedError(
                 f"pipeline selection stopped: candidate {candidate.index} (stages {stages}) "
                 f"lacks {prop}: {'; '.join(cost.reasons)} (--pipeline-method initial keeps the "
-                "initialized schedule without comparing candidates)",
+                f"initialized schedule without comparing candidates{shorter})",
                 candidate.index,
                 prop,
             )
