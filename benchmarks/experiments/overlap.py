@@ -47,7 +47,6 @@ from split import hand_split
 
 from raptor_cp.periodic.arrays import int64_array
 from raptor_cp.periodic.rendezvous_order import (
-    MEMORY_SHARE,
     QUANTUM_NS,
     Action,
     Entry,
@@ -63,55 +62,26 @@ from raptor_cp.pipeline.stage_recurrence import own_recurrence
 
 class _LaggedSimulation(_Simulation):
     """The product's rendezvous simulation over ``orders`` (per core, task ids, and
-    ``n + i`` for the marker of ``early[i]``'s transfer), where transfer ``early[i]``
-    is released by its marker instead of by its producer."""
+    ``n + i`` for the zero-ns marker of ``early[i]``'s transfer), where transfer
+    ``early[i]`` is released by its marker instead of by its producer."""
 
     def __init__(self, graph, timing, orders, core, key, transfers, early, cuts) -> None:
         n = graph.num_tasks
-        self.graph = graph
-        self.budget = MEMORY_SHARE * timing.local_memory_bytes
-        self.schedule = SimpleNamespace(num_cores=len(orders))
-        self.units = []
-        last: list[bool] = []
-        unit_start = [0]
-        for c, order in enumerate(orders):
-            for t in order:
-                parts = cuts(t, c) if t < n else {(0, 0): 0}
-                self.units.extend((t, part, ns) for part, ns in parts.items())
-                last.extend([False] * (len(parts) - 1) + [True])
-            unit_start.append(len(self.units))
-        self.unit_start = int64_array(unit_start)
-        self.unit_task = int64_array([u[0] for u in self.units])
-        self.unit_ns = int64_array([u[2] for u in self.units])
-        self.unit_last = int64_array(last)
-        self.edge = int64_array(transfers)
+        schedule = SimpleNamespace(core_order=orders, core=core, num_cores=len(orders))
+
+        def units(task: int, c: int) -> dict[tuple[int, int], int]:
+            return cuts(task, c) if task < n else {(0, 0): 0}
+
+        super().__init__(graph, timing, schedule, key, transfers, units)
         src = graph.edge_src[self.edge].copy()
-        dst = graph.edge_dst[self.edge]
-        self.src_core, self.dst_core = int64_array(core[src]), int64_array(core[dst])
-        self.dst_task = int64_array(dst)
-        self.nbytes = int64_array(graph.edge_bytes[self.edge])
-        busy = [
-            transfer_busy_ns(timing, *k)
-            for k in zip(
-                self.src_core.tolist(), self.dst_core.tolist(), self.nbytes.tolist(), strict=True
-            )
-        ]
-        self.send_ns = int64_array([b[0] for b in busy])
-        self.recv_ns = int64_array([b[1] for b in busy])
-        self.key = int64_array(key[dst])
         position = {e: i for i, e in enumerate(transfers)}
         for i, e in enumerate(early):
             src[position[e]] = n + i
         total = n + len(early)
-        self.missing = int64_array(np.bincount(dst, minlength=total))
+        self.missing = int64_array(np.bincount(self.dst_task, minlength=total))
         by_source = np.argsort(src, kind="stable")
         self.out_transfer = int64_array(by_source)
         self.out_start = int64_array(np.searchsorted(src[by_source], np.arange(total + 1)))
-        touching = np.bincount(self.src_core, minlength=len(orders)) + np.bincount(
-            self.dst_core, minlength=len(orders)
-        )
-        size = np.diff(self.unit_start) + touching
-        self.entry_start = int64_array(np.concatenate([[0], np.cumsum(size)]))
 
 
 def relisted(split, stage: int, lag: np.ndarray) -> np.ndarray:
