@@ -584,8 +584,9 @@ class _Search:
         if not cost.available:
             prop = missing_property(cost)
             stages = [[s.first, s.stop, s.cores] for s in candidate.stages]
-            # The search is the same for every budget (candidates in the same order), so a
-            # budget of ``index`` evaluations ends it before this candidate.
+            # A budget changes only the search's length and its shortlists' size (2 per
+            # evaluation, ranked alike), so with ``index`` evaluations the same candidates
+            # come first and the search ends before this one.
             shorter = (
                 f"; --pipeline-evaluations {candidate.index} ends the search before it"
                 if candidate.index >= 2
