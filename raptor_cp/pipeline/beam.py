@@ -10,9 +10,10 @@ scheduling.md, "Default throughput selection", steps 2-9, as
    changed block getting minimax budgets over its pooled cores and then the
    pool's spare cores; the cheap proxy (`raptor_cp.pipeline.proxy`) ranks the
    unvisited ones into a shortlist of at most ``2 C`` (``C`` = 32 queue
-   evaluations); ties prefer moves that change the parent's bottleneck stage:
-   the stage whose cores carry the most processor service or, once the parent's
-   critical recurrence is known, the most delay of its witness cycle;
+   evaluations); ties, proxy values within the 2.1 % margin, prefer moves that
+   change a bottleneck stage of the parent: the stage whose cores carry the
+   most processor service and, once the parent's critical recurrence is known,
+   the one carrying the most delay of its witness cycle (`ProxyScore.key`);
 4. the shortlist is tried in rank order: constructive packing of the changed
    stages (unchanged stages reuse theirs, and their placement when their cores
    stay the same), physical placement, and placement

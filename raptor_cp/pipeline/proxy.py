@@ -20,11 +20,20 @@ shared-memory demand." For a proposed partition with core budgets:
   terms of the interval a placement cannot shorten. Memory service is shared
   by all stages, so it enters once and is never added to a stage.
 
-`ProxyScore.key` ranks proposals: lower value first, then proposals that
-change a bottleneck stage of the parent (scheduling.md: "processor service and
-critical recurrence contributions guide ties toward affected bottlenecks"),
-then the stage costs sorted in decreasing order (the next-worst stage), then
-the canonical stage/budget vector. All integers: deterministic.
+`ProxyScore.key` ranks proposals by their value, proposals that change a
+bottleneck stage of the parent first among ties (scheduling.md: "processor
+service and critical recurrence contributions guide ties toward affected
+bottlenecks"), then by the stage costs sorted in decreasing order (the
+next-worst stage), then by the canonical stage/budget vector. Values within
+the seeds' 2.1 % near-equivalence margin (`raptor_cp.pipeline.selection.MARGIN`)
+are ties: a proposal that leaves every bottleneck stage as it is ranks as if
+its value were 2.1 % higher. The proxy cannot separate such proposals (on
+ResNet-18, arch-a, depth 8 the 32 evaluated candidates' values lie within
+1.1 % of each other while their queue estimates range over 3.5-6.4 ms), and a
+move that leaves the stage binding the parent's recurrence as it is keeps
+that recurrence: with exact ties only, 8 of those 32 evaluations returned
+their parent's estimate exactly (docs/benchmarks.md, "Fourteenth pass").
+Exact rationals: deterministic.
 
 `RangeMemory` answers a stage range from edges sorted by consumer group and
 tasks in group order: ``O(E_range + T_range)`` numpy work per new range,
@@ -35,12 +44,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from raptor_cp.graph import SCALAR_PROJECTION, ComputeGraph
 from raptor_cp.pipeline.boundary import controller_prices, priced, publication_bytes
 from raptor_cp.pipeline.groups import PipelineGroups
+from raptor_cp.pipeline.selection import MARGIN
 from raptor_cp.pipeline.stage_costs import StageCosts
 from raptor_cp.problems import Stage
 from raptor_cp.targets.base import SchedulingTarget
@@ -112,8 +123,9 @@ class ProxyScore:
     def key(self, touches_bottleneck: bool, stages: Sequence[Stage]) -> tuple[object, ...]:
         """Rank of the proposal (lower first; see the module docstring)."""
         canonical = tuple((s.first, s.stop, s.cores) for s in stages)
+        standing = Fraction(self.value) * (1 if touches_bottleneck else 1 + MARGIN)
         return (
-            self.value,
+            standing,
             not touches_bottleneck,
             tuple(sorted(self.stage_cost, reverse=True)),
             canonical,
