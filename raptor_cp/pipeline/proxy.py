@@ -31,8 +31,9 @@ its value were 2.1 % higher. The proxy cannot separate such proposals (on
 ResNet-18, arch-a, depth 8 the 32 evaluated candidates' values lie within
 1.1 % of each other while their queue estimates range over 3.5-6.4 ms), and a
 move that leaves the stage binding the parent's recurrence as it is keeps
-that recurrence: with exact ties only, 8 of those 32 evaluations returned
-their parent's estimate exactly (docs/benchmarks.md, "Fourteenth pass").
+that recurrence: with exact ties only, 8 of the 30 evaluated neighbours
+returned their parent's estimate exactly (docs/benchmarks.md, "Fourteenth
+pass").
 Exact rationals: deterministic.
 
 `RangeMemory` answers a stage range from edges sorted by consumer group and
