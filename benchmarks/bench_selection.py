@@ -19,8 +19,10 @@ bound (`raptor_cp.bounds.interval_lower_bound`);
 per depth it runs the default pipeline solver (``beam``, with ``--jobs`` CPUs
 evaluating each round's candidates) and records the initialized schedule's,
 the latency schedule's as one stage (the selection's second root) and the
-selected schedule's queue estimates, the
-selected analytic proxy, stages and core budgets, queue evaluations and
+selected schedule's queue estimates, the selected plan's program prediction
+(`raptor_cp.emit.program.pipeline_prediction`: the program ``--emit`` writes,
+with the baseline requests placed, which the selection's estimate leaves
+out), the selected analytic proxy, stages and core budgets, queue evaluations and
 constructive packings used, the termination, and the solver's wall time
 (``time.perf_counter``; the machine is shared, so the 1-minute load average
 at the start of each case is recorded beside it).
@@ -85,7 +87,7 @@ CASES = (
 FIELDS = [
     "model", "target", "depth", "tasks", "cores", "status", "latency_makespan_ns",
     "latency_pass_ns", "latency_wall_s", "lower_bound_ns", "initial_queue_ns", "latency_root_ns",
-    "selected_queue_ns",
+    "selected_queue_ns", "program_ns",
     "selected_analytic_ns", "selected", "stages", "core_budgets", "initial_stages",
     "initial_budgets", "queue_evaluations_used", "constructive_packings_used",
     "termination", "rule", "solve_wall_s", "load_1min",
@@ -130,6 +132,20 @@ def _latency(prepared: object, began: float) -> tuple[int | str, int | str, floa
         return plain.makespan_ns, f"error: {emission}", time.perf_counter() - began
 
 
+def _program(graph: object, chip: object, plan: object, interval_ns: int | None) -> int | str:
+    """The predicted interval of ``plan``'s program (baseline requests placed); the
+    reason as text when there is none."""
+    from raptor_cp.emit.program import pipeline_prediction
+    from raptor_cp.errors import RaptorError
+
+    try:
+        prediction = pipeline_prediction(graph, chip, plan, interval_ns)  # type: ignore[arg-type]
+    except RaptorError as error:
+        return f"error: {error}"
+    value = prediction["realized_queue_interval_ns"]
+    return f"error: {prediction['realized_queue_reason']}" if value is None else value
+
+
 def run(cases: list[str], jobs: int) -> None:
     from raptor_cp.bounds import interval_lower_bound
     from raptor_cp.errors import RaptorError
@@ -168,6 +184,7 @@ def run(cases: list[str], jobs: int) -> None:
             assert selection is not None and solution.plan is not None
             chosen, initial = selection.selected, selection.candidates[0]
             roots = [c for c in selection.candidates[1:] if c.parent is None]
+            row["program_ns"] = _program(graph, chip, solution.plan, chosen.estimate_ns)
             row.update(
                 latency_root_ns=roots[0].estimate_ns if roots else selection.latency_root,
                 status="ok",
@@ -207,30 +224,34 @@ def table() -> None:
         "last column). Intervals in ms; *initial* is the initialized schedule's queue "
         "estimate (candidate 0), *1-stage* the latency schedule's as one stage (the "
         "second root), *selected* the selected candidate's (the reported "
-        "interval); *latency* is `auto`'s makespan of one inference and *pass* its "
+        "interval), *program* the selected plan's program with the baseline requests "
+        "placed (what `--emit` writes; the selection's estimate leaves their positions "
+        "out); *latency* is `auto`'s makespan of one inference and *pass* its "
         "emitted program's single pass through the same queue engine (back-to-back "
-        "latency schedules give one result per pass); *bound* the interval lower "
-        "bound (largest task, work / cores).",
+        "latency schedules give one result per pass), so *prog/pass* compares two "
+        "programs; *bound* the interval lower bound (largest task, work / cores).",
         "",
         "| model | target | depth | tasks | latency | pass | bound | initial | 1-stage "
-        "| selected | sel/bound | sel/pass | stages (budgets) | evals | packings | solve s "
-        "| load | termination |",
-        "|" + "---|" * 18,
+        "| selected | program | sel/bound | sel/pass | prog/pass | stages (budgets) | evals "
+        "| packings | solve s | load | termination |",
+        "|" + "---|" * 20,
     ]
     for r in rows:
         if not r["status"].startswith("ok"):
             head = f"| {r['model']} | {r['target']} | {r['depth']} | {r['tasks']} | "
-            lines.append(head + f"{r['status']} |" + " |" * 13)
+            lines.append(head + f"{r['status']} |" + " |" * 15)
             continue
         sel = int(r["selected_queue_ns"] or r["selected_analytic_ns"])
         bound = int(r["lower_bound_ns"])
-        lat, single = r["latency_makespan_ns"], r["latency_pass_ns"]
+        lat, single, program = r["latency_makespan_ns"], r["latency_pass_ns"], r["program_ns"]
         ratio = f"{sel / int(single):.2f}" if single.isdigit() else "—"
+        both = single.isdigit() and program.isdigit()
+        programs = f"{int(program) / int(single):.2f}" if both else "—"
         lines.append(
             f"| {r['model']} | {r['target']} | {r['depth']} | {r['tasks']} | {_ms(lat)} | "
             f"{_ms(single)} | {_ms(r['lower_bound_ns'])} | {_ms(r['initial_queue_ns'])} | "
-            f"{_ms(r['latency_root_ns'])} | {_ms(r['selected_queue_ns'])} | "
-            f"{sel / bound:.2f} | {ratio} | "
+            f"{_ms(r['latency_root_ns'])} | {_ms(r['selected_queue_ns'])} | {_ms(program)} | "
+            f"{sel / bound:.2f} | {ratio} | {programs} | "
             f"{r['stages']} ({r['core_budgets']}) | {r['queue_evaluations_used']} | "
             f"{r['constructive_packings_used']} | {r['solve_wall_s']} | {r['load_1min']} | "
             f"{r['termination']} |"

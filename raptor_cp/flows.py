@@ -31,11 +31,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from raptor_cp.bounds import LowerBounds, interval_lower_bound, lower_bounds
 from raptor_cp.critical_chain import ChainBreakdown, critical_chain
 from raptor_cp.errors import (
+    CapabilityUnavailableError,
     InvalidConfigError,
     InvalidInputError,
     NotFoundWithinBudgetError,
     ProvedInfeasibleError,
     RaptorError,
+    TimingUnavailableError,
 )
 from raptor_cp.evaluation import Evaluation, evaluate
 from raptor_cp.graph import ComputeGraph
@@ -276,8 +278,28 @@ class PipelineResult:
     """Each costed candidate the backend tried, in order (``--emit``)."""
     sweep: tuple[DepthOutcome, ...] = ()
     """With a depth sweep, each swept depth's outcome (`raptor_cp.pipeline.sweep`)."""
+    prediction: dict[str, Any] | None = None
+    """The periodic model's prediction of the plan's pimsim-nn program, with the baseline
+    requests placed: its queue figures (`raptor_cp.emit.program.pipeline_prediction`),
+    or with ``--emit`` the emitted program's whole prediction; None with
+    `prediction_reason` when there is none."""
+    prediction_reason: str | None = None
+    """Why `prediction` is None: the target writes no program, or cannot time this plan."""
 
     mode = "pipeline"
+
+    @property
+    def program_interval_ns(self) -> int | None:
+        """The predicted interval of the plan's program (None: see `program_interval_reason`)."""
+        return None if self.prediction is None else self.prediction["realized_queue_interval_ns"]
+
+    @property
+    def program_interval_reason(self) -> str | None:
+        """Why `program_interval_ns` is None (the queue run did not converge, the target
+        writes no program or cannot time the plan); None when it has a value."""
+        if self.prediction is None:
+            return self.prediction_reason
+        return self.prediction["realized_queue_reason"]
 
     @property
     def interval_ns(self) -> int:
@@ -333,6 +355,8 @@ class PipelineResult:
             "interval_ns": self.interval_ns,
             "interval_source": self.interval_source,
             "interval_binding": self.interval_binding,
+            "program_interval_ns": self.program_interval_ns,
+            "program_interval_reason": self.program_interval_reason,
             "analytic_interval": plan.estimate.to_json(),
             "selection": {
                 "solver": selection.solver,
@@ -688,6 +712,7 @@ def compile_pipeline(
             check(problem, emitted)
         _emitted(progress, program)
         result = PipelineResult(prepared, problem, emitted, None, program, attempts, result.sweep)
+    result = _predicted(result, progress)
     if periodic:
         from raptor_cp.pipeline.diagnostics import pipeline_periodic
 
@@ -705,6 +730,27 @@ def compile_pipeline(
             recurrence, queue = document["recurrence"]["status"], document["queue"]["status"]
             progress("periodic", f"recurrence {recurrence}, queue {queue}")
         result = replace(result, periodic=document)
+    return result
+
+
+def _predicted(result: PipelineResult, progress: Progress) -> PipelineResult:
+    """``result`` with its program's prediction: the emitted program's (``--emit``
+    reported it), else the one `raptor_cp.emit.program.pipeline_prediction` makes
+    without lowering (one more realization and queue run of the selected plan)."""
+    if result.program is not None:
+        return replace(result, prediction=result.program.prediction)
+    from raptor_cp.emit.program import pipeline_prediction
+
+    graph, target = result.problem.graph, result.problem.target
+    try:
+        prediction = pipeline_prediction(graph, target, result.plan, result.interval_ns)
+    except (CapabilityUnavailableError, TimingUnavailableError) as error:
+        progress("program", f"no prediction: {error}")
+        return replace(result, prediction_reason=str(error))
+    result = replace(result, prediction=prediction)
+    value = result.program_interval_ns
+    figure = result.program_interval_reason if value is None else format_ns(value)
+    progress("program", f"interval {figure} (baseline requests placed)")
     return result
 
 
@@ -769,7 +815,6 @@ def compile_exchange(
     ExchangeNotAdmittedError
         When no candidate's exact table fits (carries the admission evidence).
     """
-    from raptor_cp.errors import CapabilityUnavailableError
     from raptor_cp.exchange.admission import admit
     from raptor_cp.exchange.candidates import CandidateOptions, WorkloadCandidates
     from raptor_cp.targets.registry import preset_names

@@ -110,6 +110,7 @@ def test_a_pipeline_interval_far_above_its_bound_names_the_binding_term() -> Non
         "interval_ns": 3_100_000,
         "interval_source": "analytic proxy",
         "interval_binding": "stage_span",
+        "program_interval_ns": None,
     }
     assert (
         "(analytic proxy; lower bound 1.00 ms; 3.1x the bound, set by stage span), pipeline depth 4"
@@ -126,7 +127,9 @@ def test_a_queue_estimated_interval_far_above_its_bound_names_the_queue_term() -
         "interval_ns": 2_500_000,
         "interval_source": "queue estimate",
         "interval_binding": "queue_reversed",
+        "program_interval_ns": 2_750_000,
     }
-    assert "(queue estimate; lower bound 1.00 ms; 2.5x the bound, set by queue reversed)" in (
-        summary_line(summary)
+    assert (
+        "(queue estimate; program 2.75 ms; lower bound 1.00 ms; 2.5x the bound, set by queue "
+        "reversed)" in summary_line(summary)
     )

@@ -42,6 +42,25 @@ def lenet_pipeline() -> flows.PipelineResult:
     return result
 
 
+def test_a_pipeline_compile_predicts_the_program_it_would_emit(
+    lenet_pipeline: flows.PipelineResult,
+) -> None:
+    """Without ``--emit`` the compile predicts the program ``--emit`` writes: the plan with
+    the baseline requests placed, which the selection's estimate leaves out."""
+    plain = flows.compile(LENET, "arch-a", pipeline=2)
+    assert isinstance(plain, flows.PipelineResult) and plain.program is None
+    prediction = emitted(lenet_pipeline).prediction
+    assert plain.plan.task_stage(plain.problem.graph.num_tasks).tolist() == (
+        lenet_pipeline.plan.task_stage(lenet_pipeline.problem.graph.num_tasks).tolist()
+    )
+    assert plain.prediction == {k: v for k, v in prediction.items() if "single" not in k}
+    assert plain.program_interval_ns == prediction["realized_queue_interval_ns"] is not None
+    assert plain.program_interval_reason is None
+    summary = plain.summary()
+    assert summary["program_interval_ns"] == plain.program_interval_ns
+    assert summary["interval_ns"] == prediction["schedule_interval_ns"]
+
+
 def emitted(result: flows.CompileResult) -> EmittedProgram:
     assert result.program is not None
     return result.program

@@ -324,3 +324,6 @@ def test_the_initial_method_compiles_on_a_generic_target(tmp_path: Path) -> None
         "analytic proxy",
         "initial",
     )
+    # A generic target writes no program: no prediction, and the reason says why.
+    assert summary["program_interval_ns"] is None
+    assert "needs a pimsim-nn target" in summary["program_interval_reason"]

@@ -49,6 +49,9 @@ def _check_outputs(model: Path, target: str, depth: int, out: Path) -> None:
     # The interval is the selected candidate's queue estimate: the larger of the two tie
     # orders, core work and memory service, rounded up; the analytic proxy keeps its name.
     assert summary["interval_source"] == schedule["interval_source"] == "queue estimate"
+    # The program's prediction (baseline requests placed) is reported beside it.
+    assert summary["program_interval_ns"] == schedule["program_interval_ns"] > 0
+    assert summary["program_interval_reason"] is schedule["program_interval_reason"] is None
     queue = report["costs"]["queue"]
     assert (
         schedule["interval_ns"]

@@ -364,10 +364,12 @@ def _mode_line(summary: dict[str, Any], where: str) -> str:
         stages = f"{summary['stages']} stage{'' if summary['stages'] == 1 else 's'}"
         sweep = summary.get("sweep")
         swept = "" if sweep is None else f" (kept from a sweep to {sweep['requested_depth']})"
+        program = summary["program_interval_ns"]
+        as_program = "" if program is None else f"; program {format_ns(program)}"
         return (
             f"{summary['model']} on {summary['target']}: {summary['tasks']} tasks in {stages} "
             f"on {where}, interval {format_ns(summary['interval_ns'])} "
-            f"({summary['interval_source']}; lower bound "
+            f"({summary['interval_source']}{as_program}; lower bound "
             f"{format_ns(summary['lower_bound_ns'])}{_far_from_bound(summary)}), pipeline depth "
             f"{summary['pipeline']}{swept}, wrote {summary['out']}/"
         )

@@ -35,7 +35,7 @@ from raptor_cp.emit.rendezvous import RendezvousCheck, check_rendezvous
 from raptor_cp.errors import CapabilityUnavailableError
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.periodic.analysis import dependency_finish
-from raptor_cp.periodic.events import build_events
+from raptor_cp.periodic.events import EventGraph, build_events
 from raptor_cp.periodic.queue_engine import queue_estimate
 from raptor_cp.periodic.single_pass import single_pass
 from raptor_cp.pipeline.plan import PipelinePlan
@@ -150,20 +150,59 @@ def emit_pipeline(
     comparison).
     """
     chip = pim_target(target)
-    stage = plan.task_stage(graph.num_tasks)
-    _, realization = pipeline_events(graph, chip, plan.schedule, stage)
-    items = with_baseline(graph, pipeline_items(graph, realization))
+    items = _pipeline_items(graph, chip, plan)
     lowered, check = _backend(graph, chip, items, looping=True, copies=COPIES)
-    realized = build_events(item_steps(graph, chip, items), chip.step_timing(), graph.name)
-    queue = queue_estimate(realized)
-    larger = queue.larger_interval_ns  # whole ns rounded up, as a candidate's estimate
+    realized = _events(graph, chip, items)
     prediction = {
-        "schedule_interval_ns": plan.interval_ns if interval_ns is None else interval_ns,
-        "realized_queue_interval_ns": None if larger is None else math.ceil(larger),
-        "realized_queue_reason": queue.run.reason or queue.reversed_run.reason,
+        **_queue_prediction(plan, realized, interval_ns),
         "realized_single_pass_ns": single_pass(realized, dependency_finish(realized)).latency_ns,
     }
     return EmittedProgram("pipeline", COPIES, chip, lowered, check, prediction)
+
+
+def pipeline_prediction(
+    graph: ComputeGraph, target: SchedulingTarget, plan: PipelinePlan, interval_ns: int | None
+) -> dict[str, Any]:
+    """The queue figures of `emit_pipeline`'s prediction for ``plan``, without lowering
+    the program (``schedule_interval_ns``, ``realized_queue_interval_ns``,
+    ``realized_queue_reason``; not the single pass).
+
+    Selection estimates a candidate without the baseline requests' positions (their
+    service joins the memory term; scheduling.md, "Periodic dependency
+    diagnostics"); this is the interval of the program that places them. Raises
+    `CapabilityUnavailableError` for a target without pimsim-nn programs and
+    `TimingUnavailableError` for a plan the periodic model cannot time.
+    """
+    chip = pim_target(target)
+    realized = _events(graph, chip, _pipeline_items(graph, chip, plan))
+    return _queue_prediction(plan, realized, interval_ns)
+
+
+def _pipeline_items(graph: ComputeGraph, chip: PimTarget, plan: PipelinePlan) -> CoreItems:
+    """One generation of ``plan``'s program: its realization with the baseline requests
+    placed around their tasks."""
+    stage = plan.task_stage(graph.num_tasks)
+    _, realization = pipeline_events(graph, chip, plan.schedule, stage)
+    return with_baseline(graph, pipeline_items(graph, realization))
+
+
+def _events(graph: ComputeGraph, chip: PimTarget, items: CoreItems) -> EventGraph:
+    """The periodic event graph of one generation of ``items``."""
+    return build_events(item_steps(graph, chip, items), chip.step_timing(), graph.name)
+
+
+def _queue_prediction(
+    plan: PipelinePlan, realized: EventGraph, interval_ns: int | None
+) -> dict[str, Any]:
+    """The schedule's interval (``interval_ns``; None: the plan's analytic proxy) beside
+    the queue engine's on the program's events, the larger of the two tie orders."""
+    queue = queue_estimate(realized)
+    larger = queue.larger_interval_ns  # whole ns rounded up, as a candidate's estimate
+    return {
+        "schedule_interval_ns": plan.interval_ns if interval_ns is None else interval_ns,
+        "realized_queue_interval_ns": None if larger is None else math.ceil(larger),
+        "realized_queue_reason": queue.run.reason or queue.reversed_run.reason,
+    }
 
 
 def emit_pipeline_plan(

@@ -137,6 +137,8 @@ def _pipeline_document(result: PipelineResult) -> dict[str, object]:
         "stages": len(plan.stages),
         "interval_ns": result.interval_ns,
         "interval_source": result.interval_source,
+        "program_interval_ns": result.program_interval_ns,
+        "program_interval_reason": result.program_interval_reason,
         "analytic_interval": plan.estimate.to_json(),
         "lower_bound_ns": interval_lower_bound(graph, target)["interval_ns"],
         "cores_used": schedule.cores_used,
