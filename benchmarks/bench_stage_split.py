@@ -29,6 +29,12 @@ synchronization, with the number of cores its critical cycle crosses, and the
 same without the stage's long transfers (`LONG_GROUPS`: a skip connection's
 join). docs/benchmarks.md ("Eleventh pass", "Twelfth pass") reads it.
 
+``--program`` sets the split's program (the realization with the baseline
+requests placed, as ``--emit`` writes it; `raptor_cp.emit.program`) beside
+its realization: per stage, the largest time one of its cores waits for the
+memory controller per generation, and both queue intervals with the
+controller (docs/benchmarks.md, "Fifteenth pass", where the program loses).
+
 ``--generations N`` runs the queue engine on the split's programs in both tie
 orders for up to ``N`` generations with no bound on processed events (the
 selection's bound is ``16 (V + E)``) and prints each generation's length: it
@@ -46,9 +52,10 @@ from dataclasses import dataclass
 import numpy as np
 
 import raptor_cp
+from raptor_cp.emit.program import pipeline_program_events
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.periodic.events import build_events
-from raptor_cp.periodic.queue_engine import run_queue, with_queues
+from raptor_cp.periodic.queue_engine import queue_estimate, run_queue, with_queues
 from raptor_cp.periodic.rendezvous_order import (
     QUANTUM_NS,
     Action,
@@ -59,7 +66,7 @@ from raptor_cp.periodic.rendezvous_order import (
 from raptor_cp.pipeline.beam import realized_cost
 from raptor_cp.pipeline.initial import initial_pipeline
 from raptor_cp.pipeline.plan import PipelinePlan
-from raptor_cp.pipeline.realize import same_stage_transfers, target_realization
+from raptor_cp.pipeline.realize import pipeline_events, same_stage_transfers, target_realization
 from raptor_cp.pipeline.stage_recurrence import core_stages, own_recurrence, stage_recurrences
 from raptor_cp.problems import PipelineProblem, Stage
 from raptor_cp.targets.base import SchedulingTarget, StepTiming
@@ -75,6 +82,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--groups", action="store_true", help="list the operation groups")
     parser.add_argument("--per-stage", action="store_true", help="where each stage's time goes")
     parser.add_argument("--generations", type=int, help="N generations' lengths per tie order")
+    parser.add_argument("--program", action="store_true", help="the program's controller waits")
     args = parser.parse_args(argv)
     shipped = MODELS / f"{args.model}.onnx"
     prepared = raptor_cp.prepare(shipped if shipped.exists() else args.model, args.target)
@@ -99,6 +107,8 @@ def main(argv: list[str]) -> None:
         f"reversed {cost.reversed_interval_ns / 1e6:.3f}); busiest core "
         f"{max(cost.core_work_ns) / 1e6:.3f} ms; memory controller {memory}"
     )
+    if args.program:
+        print_program(problem.graph, problem.target, plan)
     if args.per_stage:
         print_per_stage(
             problem.graph, problem.target, plan, costs.groups.group_of_task(problem.graph.num_tasks)
@@ -180,6 +190,27 @@ def print_generations(
         order = "reversed" if reverse else "index"
         print(f"{order} ties, {run.status} after {run.generations} generations:")
         print("  " + " ".join(f"{x:.3f}" for x in lengths))
+
+
+def print_program(graph: ComputeGraph, target: SchedulingTarget, plan: PipelinePlan) -> None:
+    """The ``--program`` lines (module docstring), times in ms."""
+    stage = plan.task_stage(graph.num_tasks)
+    core_stage = core_stages(plan.schedule, stage)
+    realization, _ = pipeline_events(graph, target, plan.schedule, stage)
+    program = pipeline_program_events(graph, target, plan)
+    for label, events in (("realization", realization), ("program", program)):
+        queue = queue_estimate(events)
+        longest: dict[int, float] = {}
+        for core, wait in (queue.run.core_wait_ns or {}).items():
+            s = int(core_stage[core])
+            longest[s] = max(longest.get(s, 0.0), wait)
+        waits = ", ".join(f"stage {s} {w / 1e6:.3f}" for s, w in sorted(longest.items()))
+        print(
+            f"{label}: queue interval {_ms(queue.interval_ns)} ms (reversed ties "
+            f"{_ms(queue.alternative_tie_interval_ns)}), memory service "
+            f"{events.memory_service_ns / 1e6:.3f} ms; longest controller wait per "
+            f"generation: {waits}"
+        )
 
 
 LONG_GROUPS = 2

@@ -173,9 +173,16 @@ def pipeline_prediction(
     `CapabilityUnavailableError` for a target without pimsim-nn programs and
     `TimingUnavailableError` for a plan the periodic model cannot time.
     """
+    return _queue_prediction(plan, pipeline_program_events(graph, target, plan), interval_ns)
+
+
+def pipeline_program_events(
+    graph: ComputeGraph, target: SchedulingTarget, plan: PipelinePlan
+) -> EventGraph:
+    """The periodic event graph of one generation of the program `emit_pipeline` writes
+    for ``plan`` (the errors of `pipeline_prediction`)."""
     chip = pim_target(target)
-    realized = _events(graph, chip, _pipeline_items(graph, chip, plan))
-    return _queue_prediction(plan, realized, interval_ns)
+    return _events(graph, chip, _pipeline_items(graph, chip, plan))
 
 
 def _pipeline_items(graph: ComputeGraph, chip: PimTarget, plan: PipelinePlan) -> CoreItems:

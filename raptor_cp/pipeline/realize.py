@@ -122,7 +122,7 @@ from raptor_cp.targets.base import SchedulingTarget
 REALIZATION_EFFECTS = (
     "function inputs, constants and final output collection are baseline requests: their "
     "controller service is in the memory term, their positions and input arrival are not "
-    "modelled",
+    "modelled (the compile's program_interval_ns places them as the emitted program does)",
     "no load folding or strided transfer splitting; hand-made graphs estimate publication "
     "sizes from consumer reads",
     "publications are double-buffered: a producer runs at most one generation ahead of "
