@@ -43,8 +43,9 @@ from raptor_cp.emit.rendezvous import check_rendezvous
 from raptor_cp.periodic.analysis import dependency_finish
 from raptor_cp.periodic.events import build_events
 from raptor_cp.periodic.queue_engine import run_queue
+from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, UnitCuts
 from raptor_cp.periodic.single_pass import single_pass
-from raptor_cp.pipeline.realize import COPIES, pipeline_events
+from raptor_cp.pipeline.realize import COPIES, target_realization
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -62,14 +63,14 @@ def measure(result: flows.CompileResult) -> dict[str, Any]:
     graph, target = result.problem.graph, result.problem.target
     times: dict[str, float] = {}
     wall = time.perf_counter()
+    cuts = UnitCuts(graph, target, QUANTUM_NS)
     if isinstance(result, flows.LatencyResult):
         schedule = result.solution.schedule
+        starts = result.evaluation.start_ns
         items = _timed(
             "order",
             times,
-            lambda: with_baseline(
-                graph, latency_items(graph, target, schedule, result.evaluation.start_ns)
-            ),
+            lambda: with_baseline(graph, latency_items(graph, target, schedule, starts, cuts)),
         )
         looping, mode = False, "latency"
     else:
@@ -77,7 +78,7 @@ def measure(result: flows.CompileResult) -> dict[str, Any]:
 
         def order() -> Any:
             stage = plan.task_stage(graph.num_tasks)
-            _, realization = pipeline_events(graph, target, plan.schedule, stage)
+            realization = target_realization(graph, target, plan.schedule, stage, cuts)
             return with_baseline(graph, pipeline_items(graph, realization))
 
         items = _timed("order", times, order)
@@ -87,7 +88,7 @@ def measure(result: flows.CompileResult) -> dict[str, Any]:
     check = _timed("check", times, lambda: check_rendezvous(lowered.cores, looping))
 
     def predict() -> tuple[int | None, float | None]:
-        events = build_events(item_steps(graph, target, items), target.step_timing(), "bench")
+        events = build_events(item_steps(items, cuts), target.step_timing(), "bench")
         interval = run_queue(events).interval_ns if looping else None
         return single_pass(events, dependency_finish(events)).latency_ns, interval
 

@@ -204,6 +204,7 @@ def run(cases: list[str], jobs: int) -> None:
         except RaptorError as error:
             row["status"] = f"error: {error}"
         _append(row)
+        done.add((model, target, depth))
         summary = {k: row.get(k) for k in ("status", "selected_queue_ns", "solve_wall_s")}
         print(case, summary, flush=True)
 

@@ -14,7 +14,6 @@ import numpy as np
 from raptor_cp.emit.order import CoreItems, Item, ItemKind
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.periodic.rendezvous_order import (
-    QUANTUM_NS,
     Action,
     UnitCuts,
     simulate_rendezvous,
@@ -24,17 +23,21 @@ from raptor_cp.targets.pim.target import PimTarget
 
 
 def latency_items(
-    graph: ComputeGraph, target: PimTarget, schedule: Schedule, start_ns: np.ndarray
+    graph: ComputeGraph,
+    target: PimTarget,
+    schedule: Schedule,
+    start_ns: np.ndarray,
+    cuts: UnitCuts,
 ) -> CoreItems:
     """The per-core programs of a checked latency schedule (module docstring).
 
     ``start_ns`` are the evaluated starts (`raptor_cp.evaluate`): they rank the
-    transfers a core could take. Raises `ScheduleViolationError` when the core
-    orders contradict the dependencies (the simulation cannot finish).
+    transfers a core could take; ``cuts`` cut the tasks into units (`UnitCuts`
+    with `QUANTUM_NS`). Raises `ScheduleViolationError` when the core orders
+    contradict the dependencies (the simulation cannot finish).
     """
     core = schedule.core
     crossing = np.flatnonzero(core[graph.edge_src] != core[graph.edge_dst]).tolist()
-    cuts = UnitCuts(graph, target, QUANTUM_NS)
     programs = simulate_rendezvous(graph, target.step_timing(), schedule, start_ns, crossing, cuts)
     nbytes = graph.edge_bytes.tolist()
     kinds = {Action.SEND: ItemKind.SEND, Action.RECV: ItemKind.RECV}

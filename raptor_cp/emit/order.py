@@ -24,10 +24,9 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 
 from raptor_cp.graph import ComputeGraph
-from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, UnitCuts
+from raptor_cp.periodic.rendezvous_order import UnitCuts
 from raptor_cp.periodic.steps import Compute, Load, Recv, Send, Signal, Step, Store, Wait
 from raptor_cp.pipeline.realize import PipelineRealization
-from raptor_cp.targets.base import SchedulingTarget
 
 
 class ItemKind(IntEnum):
@@ -190,14 +189,14 @@ def with_baseline(graph: ComputeGraph, items: CoreItems) -> CoreItems:
     return out
 
 
-def item_steps(graph: ComputeGraph, target: SchedulingTarget, items: CoreItems) -> list[list[Step]]:
+def item_steps(items: CoreItems, cuts: UnitCuts) -> list[list[Step]]:
     """The `Step` program of every core (consecutive tasks merged into one `Compute`).
 
-    A part of a task costs what the realization's `UnitCuts` price it at (a
-    matrix task's parts add up to its cost; a task of an untimed operator costs
-    nothing, `StepTiming.untimed_operations`).
+    A part of a task costs what ``cuts`` price it at: the `UnitCuts` that cut the
+    items' tasks (a matrix task's parts add up to its cost; a task of an untimed
+    operator costs nothing, `StepTiming.untimed_operations`); sharing them saves
+    cutting every task again (about 1.3 s on ResNet-50).
     """
-    cuts = UnitCuts(graph, target, QUANTUM_NS)
     cores: list[list[Step]] = []
     for c, core_items in enumerate(items):
         steps: list[Step] = []

@@ -37,9 +37,10 @@ from raptor_cp.graph import ComputeGraph
 from raptor_cp.periodic.analysis import dependency_finish
 from raptor_cp.periodic.events import EventGraph, build_events
 from raptor_cp.periodic.queue_engine import queue_estimate
+from raptor_cp.periodic.rendezvous_order import QUANTUM_NS, UnitCuts
 from raptor_cp.periodic.single_pass import single_pass
 from raptor_cp.pipeline.plan import PipelinePlan
-from raptor_cp.pipeline.realize import COPIES, pipeline_events
+from raptor_cp.pipeline.realize import COPIES, target_realization
 from raptor_cp.problems import PipelineSolution
 from raptor_cp.schedule import Schedule
 from raptor_cp.targets.base import SchedulingTarget
@@ -119,9 +120,10 @@ def emit_latency(
 ) -> EmittedProgram:
     """Lower, allocate and verify a checked latency schedule; predict its program."""
     chip = pim_target(target)
-    items = with_baseline(graph, latency_items(graph, chip, schedule, start_ns))
+    cuts = UnitCuts(graph, chip, QUANTUM_NS)
+    items = with_baseline(graph, latency_items(graph, chip, schedule, start_ns, cuts))
     lowered, check = _backend(graph, chip, items, looping=False)
-    realized = build_events(item_steps(graph, chip, items), chip.step_timing(), graph.name)
+    realized = build_events(item_steps(items, cuts), chip.step_timing(), graph.name)
     passes = single_pass(realized, dependency_finish(realized))
     prediction = {
         "schedule_makespan_ns": makespan_ns,
@@ -150,9 +152,8 @@ def emit_pipeline(
     comparison).
     """
     chip = pim_target(target)
-    items = _pipeline_items(graph, chip, plan)
+    items, realized = _pipeline_program(graph, chip, plan)
     lowered, check = _backend(graph, chip, items, looping=True, copies=COPIES)
-    realized = _events(graph, chip, items)
     prediction = {
         **_queue_prediction(plan, realized, interval_ns),
         "realized_single_pass_ns": single_pass(realized, dependency_finish(realized)).latency_ns,
@@ -180,22 +181,22 @@ def pipeline_program_events(
     graph: ComputeGraph, target: SchedulingTarget, plan: PipelinePlan
 ) -> EventGraph:
     """The periodic event graph of one generation of the program `emit_pipeline` writes
-    for ``plan`` (the errors of `pipeline_prediction`)."""
-    chip = pim_target(target)
-    return _events(graph, chip, _pipeline_items(graph, chip, plan))
+    for ``plan``; raises as `pipeline_prediction` does."""
+    return _pipeline_program(graph, pim_target(target), plan)[1]
 
 
-def _pipeline_items(graph: ComputeGraph, chip: PimTarget, plan: PipelinePlan) -> CoreItems:
-    """One generation of ``plan``'s program: its realization with the baseline requests
-    placed around their tasks."""
+def _pipeline_program(
+    graph: ComputeGraph, chip: PimTarget, plan: PipelinePlan
+) -> tuple[CoreItems, EventGraph]:
+    """One generation of ``plan``'s program and its periodic event graph: the plan's
+    realization (`raptor_cp.pipeline.realize.target_realization`, with its register,
+    byte-payload and timing checks) with the baseline requests placed around their
+    tasks, its tasks cut once for both."""
+    cuts = UnitCuts(graph, chip, QUANTUM_NS)
     stage = plan.task_stage(graph.num_tasks)
-    _, realization = pipeline_events(graph, chip, plan.schedule, stage)
-    return with_baseline(graph, pipeline_items(graph, realization))
-
-
-def _events(graph: ComputeGraph, chip: PimTarget, items: CoreItems) -> EventGraph:
-    """The periodic event graph of one generation of ``items``."""
-    return build_events(item_steps(graph, chip, items), chip.step_timing(), graph.name)
+    realization = target_realization(graph, chip, plan.schedule, stage, cuts)
+    items = with_baseline(graph, pipeline_items(graph, realization))
+    return items, build_events(item_steps(items, cuts), chip.step_timing(), graph.name)
 
 
 def _queue_prediction(
