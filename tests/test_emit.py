@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +13,12 @@ from click.testing import CliRunner, Result
 
 from raptor_cp import flows
 from raptor_cp.cli import main
+from raptor_cp.cli.compile import summary_line
 from raptor_cp.emit.files import write_emission
 from raptor_cp.emit.program import EmittedProgram
 from raptor_cp.graph import ComputeGraph
 from raptor_cp.pipeline.plan import PipelinePlan
+from raptor_cp.reports.output import format_ns
 from raptor_cp.targets.base import SchedulingTarget
 from raptor_cp.targets.pim.artifact import TIMING_FIELDS, load_artifact
 from raptor_cp.targets.pim.isa import COLUMN, MVMUL, SCALAR, SETBW, VECTOR
@@ -59,6 +62,15 @@ def test_a_pipeline_compile_predicts_the_program_it_would_emit(
     summary = plain.summary()
     assert summary["program_interval_ns"] == plain.program_interval_ns
     assert summary["interval_ns"] == prediction["schedule_interval_ns"]
+    line = summary_line({**summary, "out": "o"})
+    assert f"(queue estimate; program {format_ns(plain.program_interval_ns)}; " in line
+    # A program whose queue run does not converge has no interval; the reason says why
+    # and the summary line leaves the figure out.
+    reason = "processed-event bound 100 = 16(V+E) reached after 3 generation(s)"
+    unconverged = {"realized_queue_interval_ns": None, "realized_queue_reason": reason}
+    stalled = replace(plain, prediction={**prediction, **unconverged})
+    assert (stalled.program_interval_ns, stalled.program_interval_reason) == (None, reason)
+    assert "program" not in summary_line({**stalled.summary(), "out": "o"})
 
 
 def emitted(result: flows.CompileResult) -> EmittedProgram:
