@@ -228,6 +228,7 @@ def _pipeline(cell: Cell, path: str, artifacts: dict[str, bytes]) -> list[Row]:
                 "core_budgets": list(plan.budgets),
                 "cores_used": plan.schedule.cores_used,
                 "solver": result.solution.solver,
+                "program_interval_ns": result.program_interval_ns,
             },
         }
     ]
