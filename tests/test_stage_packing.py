@@ -6,10 +6,13 @@ import dataclasses
 import itertools
 import random
 
+import numpy as np
 import pytest
 
 from raptor_cp.errors import ScheduleViolationError
 from raptor_cp.heuristics.stage_packing import (
+    _Assignment,
+    _SwapFit,
     cores_needed,
     fewest_cores,
     pack_stage,
@@ -210,3 +213,88 @@ def test_one_core_is_the_whole_stage() -> None:
     problem = PackingProblem((2, 3), ((0,), (1,)), (1, 1), 1, 2, edges=((0, 1, 5),))
     solution = pack_stage(dataclasses.replace(problem))
     assert (solution.core, solution.objective, solution.status) == ((0, 0), 5, Status.OPTIMAL)
+
+
+def _demands_after(assignment: _Assignment, moves: list[tuple[int, int]]) -> tuple[int, ...]:
+    """Per-core demands after re-placing each ``(task, core)`` of ``moves``, undone after."""
+    before = [(t, int(assignment.core[t])) for t, _ in moves]
+    for t, _ in moves:
+        assignment.remove(t)
+    for t, p in moves:
+        assignment.place(t, p)
+    demand = tuple(assignment.demand.tolist())
+    fits = bool((assignment.used <= assignment.problem.capacity).all())
+    for t, _ in moves:
+        assignment.remove(t)
+    for t, p in before:
+        assignment.place(t, p)
+    return demand if fits else ()
+
+
+def _rebalance_reference(
+    assignment: _Assignment, p: int
+) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+    """The bottleneck move and swap of core ``p`` by re-placing tasks one pair at a time
+    (the rules of `_Assignment.rebalance`, without its closed forms)."""
+    worst = int(assignment.demand[p])
+    cores = assignment.problem.cores
+    moves, swaps = [], []
+    for t in np.flatnonzero(assignment.core == p).tolist():
+        admissible = []
+        for q in range(cores):
+            demand = _demands_after(assignment, [(t, q)]) if q != p else ()
+            if demand and demand[p] < worst and demand[q] < worst:
+                admissible.append((demand[q], q, demand[p]))
+        if admissible:
+            there, q, left = min(admissible)
+            moves.append((max(left, there), there, t, q))
+        for u in np.flatnonzero(assignment.core != p).tolist():
+            q = int(assignment.core[u])
+            demand = _demands_after(assignment, [(t, q), (u, p)])
+            if demand and max(demand[p], demand[q]) < worst:
+                swaps.append((max(demand[p], demand[q]), t, u))
+    move = min(moves)[2:] if moves else None
+    swap = min(swaps)[1:] if swaps else None
+    return move, swap
+
+
+def test_bottleneck_move_and_swap_match_re_placing_each_pair() -> None:
+    """The vectorized pricing of moves and swaps (demands and capacity at once over
+    cores or partners) picks what re-placing every candidate pair picks, and every
+    swap's capacity check agrees with re-placing the pair."""
+    rng = random.Random(7)
+    compared = {"move": 0, "swap": 0}
+    for _ in range(300):
+        n, kinds, cores = rng.randint(2, 14), rng.randint(1, 6), rng.randint(2, 5)
+        sizes = tuple(rng.randint(1, 4) for _ in range(kinds))
+        weights = tuple(
+            tuple(rng.sample(range(kinds), rng.randint(0, min(3, kinds)))) for _ in range(n)
+        )
+        edges = tuple(
+            (rng.randrange(n), rng.randrange(n), rng.randint(0, 9))
+            for _ in range(rng.randint(0, 2 * n))
+        )
+        loads = tuple(rng.randint(1, 30) for _ in range(n))
+        core = [rng.randrange(cores) for _ in range(n)]
+        held = [set() for _ in range(cores)]
+        for t, p in enumerate(core):
+            held[p].update(weights[t])
+        capacity = max(sum(sizes[w] for w in ws) for ws in held) + rng.randint(0, 1)
+        problem = PackingProblem(loads, weights, sizes, cores, capacity, edges)
+        assignment = _Assignment.from_cores(problem, core)
+        p = int(np.argmax(assignment.demand))
+        worst = int(assignment.demand[p])
+        move, swap = _rebalance_reference(assignment, p)
+        assert assignment._best_move(p, worst, 1 << 30) == move
+        assert assignment._best_swap(p, worst, 1 << 30) == swap
+        partners = np.flatnonzero(assignment.core != p)
+        fit = _SwapFit(assignment)
+        for t in np.flatnonzero(assignment.core == p).tolist():
+            fits = [
+                bool(_demands_after(assignment, [(t, int(assignment.core[u])), (u, p)]))
+                for u in partners.tolist()
+            ]
+            assert fit.partners(t, partners).tolist() == fits
+        compared["move"] += move is not None
+        compared["swap"] += swap is not None
+    assert min(compared.values()) >= 20, compared

@@ -101,6 +101,8 @@ RECREATE_MOVES = 64
 """Ruin-and-recreate moves tried on the winning candidate."""
 RECREATE_PATIENCE = 16
 """Ruin and recreate stops after this many moves in a row that improve nothing."""
+MOVE_BLOCK = 64
+"""Tasks a bottleneck move prices together (bounds its ``tasks x P`` arrays)."""
 
 
 def cores_needed(problem: PackingProblem) -> int:
@@ -337,9 +339,10 @@ class _Assignment:
         self.size = np.asarray(problem.weight_size, dtype=np.int64)
         self.weights = [np.array(sorted(set(w)), dtype=np.int64) for w in problem.task_weights]
         self.slots = np.array([int(self.size[w].sum()) for w in self.weights], dtype=np.int64)
-        self.weight_list = [w.tolist() for w in self.weights]
-        self.size_list = self.size.tolist()
-        """``weights`` and ``size`` as Python lists, for the scalar checks of `_swap_fits`."""
+        self.weight_ptr = _offsets([w.shape[0] for w in self.weights])
+        self.weight_task = np.repeat(np.arange(n), np.diff(self.weight_ptr))
+        self.weight_id = np.concatenate([*self.weights, np.zeros(0, dtype=np.int64)])
+        """Task-weight incidences: task ``t``'s are ``weight_ptr[t]:weight_ptr[t + 1]``."""
         self.load = np.asarray(problem.loads, dtype=np.int64)
         edges = [(a, b, ns) for a, b, ns in problem.edges if a != b and ns > 0]
         self.edge_a, self.edge_b, self.edge_ns = np.array(edges, dtype=np.int64).reshape(-1, 3).T
@@ -347,8 +350,16 @@ class _Assignment:
         for a, b, ns in edges:
             neighbours[a].append((b, ns))
             neighbours[b].append((a, ns))
+        self.neighbours = neighbours
+        """Per task, its ``(neighbour, ns)`` transfers, for the scalar updates of `place`."""
+        self.weight_list = [w.tolist() for w in self.weights]
+        self.size_list = self.size.tolist()
+        self.load_list = self.load.tolist()
         self.nbr = [np.array([u for u, _ in lst], dtype=np.int64) for lst in neighbours]
         self.nbr_ns = [np.array([ns for _, ns in lst], dtype=np.int64) for lst in neighbours]
+        self.nbr_ptr = _offsets([len(lst) for lst in neighbours])
+        self.nbr_all = np.concatenate([*self.nbr, np.zeros(0, dtype=np.int64)])
+        self.nbr_ns_all = np.concatenate([*self.nbr_ns, np.zeros(0, dtype=np.int64)])
         self.shift = self.load + self._sum_at(n, self.edge_a, self.edge_b, self.edge_ns)
         """A task's load plus all its incident transfer time."""
         self.core = np.full(n, -1, dtype=np.int64)
@@ -388,25 +399,41 @@ class _Assignment:
         return total
 
     def place(self, t: int, p: int) -> None:
-        w = self.weights[t]
-        self.used[p] += int(self.size[w][self.count[p, w] == 0].sum())
-        self.count[p, w] += 1
-        on, total = self.neighbour_ns_on(t)
-        self.demand[p] += int(self.load[t]) + total - int(on[p])
-        self.demand += on
-        self.demand[p] -= int(on[p])
-        self.core[t] = p
+        """Put ``t`` on core ``p``: its new weights fill slots there, and each transfer to
+        a placed neighbour on another core is charged to both cores. Scalar updates: a
+        task has few weights and neighbours, and `ruin_and_recreate` places tasks one
+        by one."""
+        count, size, core, demand = self.count[p], self.size_list, self.core, self.demand
+        for w in self.weight_list[t]:
+            if count[w] == 0:
+                self.used[p] += size[w]
+            count[w] += 1
+        charged = self.load_list[t]
+        for u, ns in self.neighbours[t]:
+            q = core[u]
+            if q >= 0 and q != p:
+                demand[q] += ns
+                charged += ns
+        demand[p] += charged
+        core[t] = p
 
     def remove(self, t: int) -> None:
-        p = int(self.core[t])
-        self.core[t] = -1
-        w = self.weights[t]
-        self.count[p, w] -= 1
-        self.used[p] -= int(self.size[w][self.count[p, w] == 0].sum())
-        on, total = self.neighbour_ns_on(t)
-        self.demand[p] -= int(self.load[t]) + total - int(on[p])
-        self.demand -= on
-        self.demand[p] += int(on[p])
+        """Undo `place` of ``t``."""
+        core, demand = self.core, self.demand
+        p = int(core[t])
+        core[t] = -1
+        count, size = self.count[p], self.size_list
+        for w in self.weight_list[t]:
+            count[w] -= 1
+            if count[w] == 0:
+                self.used[p] -= size[w]
+        charged = self.load_list[t]
+        for u, ns in self.neighbours[t]:
+            q = core[u]
+            if q >= 0 and q != p:
+                demand[q] -= ns
+                charged += ns
+        demand[p] -= charged
 
     def construct(self, order: Sequence[int], reuse_first: bool) -> _Assignment | None:
         """Place ``order`` by the load-aware or reuse-first rule; None if a task fits nowhere."""
@@ -447,7 +474,7 @@ class _Assignment:
                 break
             p = int(np.argmax(self.demand))
             others = [q for q in range(cores) if q != p]
-            group = np.array([p, *rng.sample(others, min(rng.randint(1, 3), len(others)))])
+            group = [p, *rng.sample(others, min(rng.randint(1, 3), len(others)))]
             tasks = np.flatnonzero(np.isin(self.core, group)).tolist()
             before = self._group_key(group)
             original = list(zip(tasks, self.core[tasks].tolist(), strict=True))
@@ -478,22 +505,31 @@ class _Assignment:
                 self.place(t, q)
         return kept
 
-    def _group_key(self, group: np.ndarray) -> tuple[int, int]:
+    def _group_key(self, group: list[int]) -> tuple[int, int]:
         demand = self.demand[group].tolist()
         return max(demand), sum(d * d for d in demand)
 
-    def _group_place(self, t: int, group: np.ndarray, reuse: bool) -> int:
-        """The core of ``group`` for ``t`` (`ruin_and_recreate`), or -1 if none fits."""
-        new = self.new_slots(t)[group]
-        fits = self.used[group] + new <= self.problem.capacity
-        if not fits.any():
-            return -1
-        on, total = self.neighbour_ns_on(t)
-        after = self.demand[group] + int(self.load[t]) + total - on[group]
-        never = np.iinfo(np.int64).max
-        keys = (new, after) if not reuse else (after, new)
-        order = np.lexsort((group, *[np.where(fits, k, never) for k in keys]))
-        return int(group[order[0]])
+    def _group_place(self, t: int, group: list[int], reuse: bool) -> int:
+        """The core of ``group`` for ``t`` (`ruin_and_recreate`), or -1 if none fits.
+
+        Among the fitting cores the least (demand after, new slots) wins, or with
+        ``reuse`` the least (new slots, demand after); then the lowest core id.
+        """
+        weights, size, capacity = self.weight_list[t], self.size_list, self.problem.capacity
+        placed = [(int(self.core[u]), ns) for u, ns in self.neighbours[t]]
+        total = sum(ns for q, ns in placed if q >= 0)
+        best: tuple[int, int, int] | None = None
+        for q in group:
+            count = self.count[q]
+            new = sum(size[w] for w in weights if count[w] == 0)
+            if self.used[q] + new > capacity:
+                continue
+            after = int(self.demand[q]) + self.load_list[t] + total
+            after -= sum(ns for r, ns in placed if r == q)
+            key = (new, after, q) if reuse else (after, new, q)
+            if best is None or key < best:
+                best = key
+        return -1 if best is None else best[2]
 
     def rebalance(self, budget: int) -> int:
         """Bottleneck moves and swaps (module docstring) within ``budget`` evaluations.
@@ -523,29 +559,54 @@ class _Assignment:
             changes += 1
 
     def _best_move(self, p: int, worst: int, budget: int) -> tuple[int, int] | None:
-        """Task of core ``p`` and target core whose move leaves both below ``worst``."""
-        capacity = self.problem.capacity
+        """Task of core ``p`` and target core whose move leaves both below ``worst``.
+
+        Each task prices every core (``P`` evaluations of the budget); the least
+        (larger demand, target's demand, task, core) wins, a task's target being its
+        least loaded admissible core (lowest id on ties). Tasks are priced
+        `MOVE_BLOCK` at a time as ``tasks x P`` arrays.
+        """
         cores = self.used.shape[0]
+        tasks = np.flatnonzero(self.core == p)
+        tasks = tasks[: max(0, (budget - self.checks) // cores)]
+        self.checks += cores * tasks.shape[0]
         choice: tuple[int, int, int, int] | None = None
-        for t in np.flatnonzero(self.core == p).tolist():
-            if self.checks + cores > budget:
-                break
-            self.checks += cores
-            on, total = self.neighbour_ns_on(t)
-            shift = int(self.load[t]) + total
-            left = worst - shift + 2 * int(on[p])
-            if left >= worst:
-                continue
-            there = self.demand + shift - 2 * on
-            ok = (there < worst) & (self.used + self.new_slots(t) <= capacity)
-            ok[p] = False
-            if not ok.any():
-                continue
-            q = int(np.argmin(np.where(ok, there, np.iinfo(np.int64).max)))
-            key = (max(left, int(there[q])), int(there[q]), t, q)
-            if choice is None or key < choice:
-                choice = key
+        for start in range(0, tasks.shape[0], MOVE_BLOCK):
+            block = tasks[start : start + MOVE_BLOCK]
+            on = self._neighbour_ns_block(block)
+            shift = self.load[block] + on.sum(axis=1)
+            left = worst - shift + 2 * on[:, p]
+            there = self.demand + shift[:, None] - 2 * on
+            fits = self.used + self._new_slots_block(block) <= self.problem.capacity
+            ok = (there < worst) & fits
+            ok[:, p] = False
+            ok &= (left < worst)[:, None]
+            masked = np.where(ok, there, np.iinfo(np.int64).max)
+            target = masked.argmin(axis=1)
+            least = masked[np.arange(block.shape[0]), target]
+            for i in np.flatnonzero(ok.any(axis=1)).tolist():
+                there_q = int(least[i])
+                key = (max(int(left[i]), there_q), there_q, int(block[i]), int(target[i]))
+                if choice is None or key < choice:
+                    choice = key
         return None if choice is None else (choice[2], choice[3])
+
+    def _neighbour_ns_block(self, block: np.ndarray) -> np.ndarray:
+        """`neighbour_ns_on` of each task of ``block``, as a ``len(block) x P`` array."""
+        row, at = _rows_of(self.nbr_ptr, block)
+        where = self.core[self.nbr_all[at]]
+        placed = where >= 0
+        on = np.zeros((block.shape[0], self.used.shape[0]), dtype=np.int64)
+        np.add.at(on, (row[placed], where[placed]), self.nbr_ns_all[at][placed])
+        return on
+
+    def _new_slots_block(self, block: np.ndarray) -> np.ndarray:
+        """`new_slots` of each task of ``block``, as a ``len(block) x P`` array."""
+        row, at = _rows_of(self.weight_ptr, block)
+        w = self.weight_id[at]
+        new = np.zeros((block.shape[0], self.used.shape[0]), dtype=np.int64)
+        np.add.at(new, row, self.size[w][:, None] * (self.count[:, w] == 0).T)
+        return new
 
     def _best_swap(self, p: int, worst: int, budget: int) -> tuple[int, int] | None:
         """Task ``t`` of core ``p`` and task ``u`` elsewhere whose exchange leaves both cores
@@ -562,6 +623,7 @@ class _Assignment:
         np.add.at(to_p, a, np.where(self.core[b] == p, ns, 0))
         np.add.at(to_p, b, np.where(self.core[a] == p, ns, 0))
         same = self._sum_at(n, a, b, np.where(self.core[a] == self.core[b], ns, 0))
+        fit = _SwapFit(self)
         choice: tuple[int, int, int] | None = None
         for t in np.flatnonzero(self.core == p).tolist():
             if self.checks + n > budget:
@@ -578,26 +640,68 @@ class _Assignment:
             )  # fmt: skip
             larger = np.maximum(at_p, at_q)
             ok = (self.core != p) & (larger < worst)
-            for u in np.flatnonzero(ok)[np.argsort(larger[ok], kind="stable")].tolist():
-                if choice is not None and int(larger[u]) >= choice[0]:
-                    break
-                if self._swap_fits(t, u):
-                    choice = (int(larger[u]), t, u)
-                    break
+            if choice is not None:
+                ok &= larger < choice[0]
+            if not ok.any():
+                continue
+            ok[ok] = fit.partners(t, np.flatnonzero(ok))
+            if ok.any():
+                u = int(np.flatnonzero(ok)[np.argmin(larger[ok])])
+                choice = (int(larger[u]), t, u)
         return None if choice is None else (choice[1], choice[2])
 
-    def _swap_fits(self, t: int, u: int) -> bool:
-        """Whether both cores keep their weights within capacity after exchanging ``t``, ``u``."""
-        size = self.size_list
-        for leaving, joining in ((t, u), (u, t)):
-            core = int(self.core[leaving])
-            count = self.count[core]
-            used = int(self.used[core])
-            gone = {w for w in self.weight_list[leaving] if count[w] == 1}
-            used -= sum(size[w] for w in gone)
-            for w in self.weight_list[joining]:
-                if count[w] == 0 or w in gone:
-                    used += size[w]
-            if used > self.problem.capacity:
-                return False
-        return True
+
+class _SwapFit:
+    """Capacity checks of `_Assignment._best_swap`'s exchanges, for many partners at once.
+
+    Exchanging ``t`` (on core ``p``) with ``u`` (on core ``q``) fits when both cores
+    keep their distinct weights within capacity: ``p`` loses the weights only ``t``
+    holds there and gains ``u``'s weights it lacks or just lost; ``q`` likewise.
+    The assignment does not change during one `_best_swap`, so what ``u`` frees on
+    its own core is computed once; a check of ``t`` against ``k`` partners is then
+    ``O(I + k W_t)`` numpy work for ``I`` task-weight incidences.
+    """
+
+    def __init__(self, assignment: _Assignment) -> None:
+        self.a = assignment
+        a = assignment
+        held = a.count[a.core[a.weight_task], a.weight_id]
+        self.frees = self._per_task(a.size[a.weight_id] * (held == 1))
+        """Slots each task frees on its own core by leaving it."""
+
+    def _per_task(self, values: np.ndarray) -> np.ndarray:
+        """Per task, the sum of ``values`` over its task-weight incidences."""
+        total = np.concatenate(([0], np.cumsum(values, dtype=np.int64)))
+        return total[self.a.weight_ptr[1:]] - total[self.a.weight_ptr[:-1]]
+
+    def partners(self, t: int, partners: np.ndarray) -> np.ndarray:
+        """Whether exchanging ``t`` with each of ``partners`` (other cores) fits."""
+        a = self.a
+        capacity = a.problem.capacity
+        p, mine = int(a.core[t]), a.weights[t]
+        on_p = a.count[p]
+        gone = np.zeros(on_p.shape[0], dtype=bool)
+        gone[mine[on_p[mine] == 1]] = True
+        joins_p = self._per_task(a.size[a.weight_id] * ((on_p == 0) | gone)[a.weight_id])
+        fits = a.used[p] - int(a.size[mine][gone[mine]].sum()) + joins_p[partners] <= capacity
+        q = a.core[partners]
+        joins_q = np.zeros(partners.shape[0], dtype=np.int64)
+        for w in mine.tolist():
+            there = a.count[q, w]
+            holds = np.zeros(a.core.shape[0], dtype=bool)
+            holds[a.weight_task[a.weight_id == w]] = True
+            joins_q += a.size[w] * ((there == 0) | (holds[partners] & (there == 1)))
+        return fits & (a.used[q] - self.frees[partners] + joins_q <= capacity)
+
+
+def _offsets(lengths: Sequence[int]) -> np.ndarray:
+    """CSR offsets of consecutive runs of ``lengths``."""
+    return np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
+
+
+def _rows_of(ptr: np.ndarray, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR entries of rows ``block``: each entry's position in ``block`` and its index."""
+    lengths = ptr[block + 1] - ptr[block]
+    row = np.repeat(np.arange(block.shape[0]), lengths)
+    first = np.repeat(ptr[block] - (np.cumsum(lengths) - lengths), lengths)
+    return row, first + np.arange(row.shape[0])
