@@ -98,6 +98,8 @@ core in the simulation; the programs have ``O(T + E)`` steps for ``T`` tasks
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -201,17 +203,8 @@ class _PendingSignal:
     register: _Register
 
 
-@dataclass(frozen=True)
-class _Unit:
-    """A compute unit before merging into runs: products ``part`` of ``task``, ``ns``."""
-
-    task: int
-    part: tuple[int, int]
-    ns: int
-
-
-Item = tuple[tuple[int, ...], Step | _PendingWait | _PendingSignal | _Unit, tuple[int, ...]]
-"""A program entry before sorting: (sort key, step, tasks it realizes)."""
+Item = tuple[tuple[int, ...], Step | _PendingWait | _PendingSignal, tuple[int, ...]]
+"""A program entry other than compute before sorting: (sort key, step, tasks it realizes)."""
 
 
 Unit = tuple[int, tuple[int, int], int]
@@ -403,10 +396,6 @@ def realize_pipeline(
                 f"{graph.name}: edge {e} runs from stage {stage_of[u]} back to stage {stage_of[v]}"
             )
         boundary.read(e, u, v, b, scalar[e])
-    unit_rank = iter(ranks.unit)
-    for c, units in enumerate(order.units):
-        for t, part, ns in units:
-            items[c].append(((next(unit_rank), _COMPUTE), _Unit(t, part, ns), (t,)))
     boundary.realize(items)
     for entries in items:
         entries.sort(key=lambda item: item[0])
@@ -414,8 +403,11 @@ def realize_pipeline(
     tasks: list[list[tuple[int, ...]]] = []
     parts: list[list[tuple[tuple[int, int], ...]]] = []
     allocation = _allocate_registers(items, registers)
-    for c, entries in enumerate(items):
-        steps, owners, owned_parts = _merge_compute(entries, c, allocation)
+    ranked = 0
+    for c, (entries, units) in enumerate(zip(items, order.units, strict=True)):
+        unit_ranks = ranks.unit[ranked : ranked + len(units)]
+        ranked += len(units)
+        steps, owners, owned_parts = _merge_compute(entries, units, unit_ranks, c, allocation)
         cores.append(steps)
         tasks.append(owners)
         parts.append(owned_parts)
@@ -543,42 +535,48 @@ def _allocated(
 
 
 def _merge_compute(
-    entries: list[Item], core: int, allocation: list[dict[_Register, int]]
+    entries: list[Item],
+    units: list[Unit],
+    unit_ranks: list[int],
+    core: int,
+    allocation: list[dict[_Register, int]],
 ) -> tuple[list[Step], list[tuple[int, ...]], list[tuple[tuple[int, int], ...]]]:
-    """Core ``core``'s steps: consecutive compute units merged into one `Compute` run
-    (zero-ns runs dropped), register keys replaced by ``allocation``'s registers.
+    """Core ``core``'s steps: its sorted non-compute ``entries`` with its compute
+    ``units`` (program order, ranks ``unit_ranks``) between them, consecutive units
+    merged into one `Compute` run (zero-ns runs dropped), register keys replaced by
+    ``allocation``'s registers.
 
-    Returns the steps, each step's tasks (a run: the task of each unit) and each
-    step's parts (a run: each unit's part; other steps: empty).
+    A unit sorts as ``(rank, _COMPUTE)`` among the entries: before an entry of a
+    larger rank, or of its own rank and a later kind (its task's stores). Ranks
+    increase along a core's units, so each entry's place among them is a binary
+    search and the runs between entries are slices. Returns the steps, each
+    step's tasks (a run: the task of each unit) and each step's parts (a run:
+    each unit's part; other steps: empty).
     """
     steps: list[Step] = []
     owners: list[tuple[int, ...]] = []
     parts: list[tuple[tuple[int, int], ...]] = []
-    run_ns = 0
-    run_tasks: list[int] = []
-    run_parts: list[tuple[int, int]] = []
+    unit_tasks = [t for t, _, _ in units]
+    unit_parts = [part for _, part, _ in units]
+    elapsed = [0, *itertools.accumulate(ns for _, _, ns in units)]
+    done = 0
 
-    def flush() -> None:
-        nonlocal run_ns
-        if run_tasks and run_ns > 0:
-            steps.append(Compute(run_ns))
-            owners.append(tuple(run_tasks))
-            parts.append(tuple(run_parts))
-        run_ns = 0
-        run_tasks.clear()
-        run_parts.clear()
+    def run_until(stop: int) -> None:
+        nonlocal done
+        if stop > done and elapsed[stop] > elapsed[done]:
+            steps.append(Compute(elapsed[stop] - elapsed[done]))
+            owners.append(tuple(unit_tasks[done:stop]))
+            parts.append(tuple(unit_parts[done:stop]))
+        done = max(done, stop)
 
-    for _, step, who in entries:
-        if isinstance(step, _Unit):
-            run_ns += step.ns
-            run_tasks.append(step.task)
-            run_parts.append(step.part)
-            continue
-        flush()
+    for key, step, who in entries:
+        rank, kind = key[0], key[1]
+        search = bisect.bisect_left if kind < _COMPUTE else bisect.bisect_right
+        run_until(search(unit_ranks, rank, lo=done))
         steps.append(_allocated(step, core, allocation))
         owners.append(who)
         parts.append(())
-    flush()
+    run_until(len(units))
     return steps, owners, parts
 
 
