@@ -98,7 +98,6 @@ core in the simulation; the programs have ``O(T + E)`` steps for ``T`` tasks
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -512,7 +511,7 @@ def _allocate_registers(
     for c, entries in enumerate(items):
         table: dict[_Register, int] = {}
         for _, step, _ in entries:
-            if isinstance(step, _PendingWait) and step.register not in table:
+            if type(step) is _PendingWait and step.register not in table:
                 table[step.register] = len(table)
         if registers is not None and COPIES * len(table) > registers:
             raise TimingUnavailableError(
@@ -521,17 +520,6 @@ def _allocate_registers(
             )
         allocation.append(table)
     return allocation
-
-
-def _allocated(
-    step: Step | _PendingWait | _PendingSignal, core: int, allocation: list[dict[_Register, int]]
-) -> Step:
-    """``step`` of core ``core``, a pending WAIT or SIGNAL given its allocated register."""
-    if isinstance(step, _PendingWait):
-        return Wait(allocation[core][step.register], step.count)
-    if isinstance(step, _PendingSignal):
-        return Signal(step.core, allocation[step.core][step.register])
-    return step
 
 
 def _merge_compute(
@@ -559,24 +547,36 @@ def _merge_compute(
     unit_tasks = [t for t, _, _ in units]
     unit_parts = [part for _, part, _ in units]
     elapsed = [0, *itertools.accumulate(ns for _, _, ns in units)]
+    rank = np.fromiter((key[0] for key, _, _ in entries), np.int64, len(entries))
+    before = np.fromiter((key[1] < _COMPUTE for key, _, _ in entries), bool, len(entries))
+    ordered = np.asarray(unit_ranks, dtype=np.int64)
+    stops = np.where(
+        before, np.searchsorted(ordered, rank, "left"), np.searchsorted(ordered, rank, "right")
+    ).tolist()
+    registers = allocation[core]
+
+    def run(first: int, stop: int) -> None:
+        """Units ``[first, stop)`` as one compute run (none if they take no time)."""
+        if elapsed[stop] > elapsed[first]:
+            steps.append(Compute(elapsed[stop] - elapsed[first]))
+            owners.append(tuple(unit_tasks[first:stop]))
+            parts.append(tuple(unit_parts[first:stop]))
+
     done = 0
-
-    def run_until(stop: int) -> None:
-        nonlocal done
-        if stop > done and elapsed[stop] > elapsed[done]:
-            steps.append(Compute(elapsed[stop] - elapsed[done]))
-            owners.append(tuple(unit_tasks[done:stop]))
-            parts.append(tuple(unit_parts[done:stop]))
-        done = max(done, stop)
-
-    for key, step, who in entries:
-        rank, kind = key[0], key[1]
-        search = bisect.bisect_left if kind < _COMPUTE else bisect.bisect_right
-        run_until(search(unit_ranks, rank, lo=done))
-        steps.append(_allocated(step, core, allocation))
+    for (_, step, who), stop in zip(entries, stops, strict=True):
+        if stop > done:
+            run(done, stop)
+            done = stop
+        if type(step) is _PendingWait:
+            steps.append(Wait(registers[step.register], step.count))
+        elif type(step) is _PendingSignal:
+            steps.append(Signal(step.core, allocation[step.core][step.register]))
+        else:
+            steps.append(step)  # type: ignore[arg-type]  # neither pending kind: a Step
         owners.append(who)
         parts.append(())
-    run_until(len(units))
+    if len(units) > done:
+        run(done, len(units))
     return steps, owners, parts
 
 
