@@ -355,11 +355,10 @@ class _Assignment:
         self.weight_list = [w.tolist() for w in self.weights]
         self.size_list = self.size.tolist()
         self.load_list = self.load.tolist()
-        self.nbr = [np.array([u for u, _ in lst], dtype=np.int64) for lst in neighbours]
-        self.nbr_ns = [np.array([ns for _, ns in lst], dtype=np.int64) for lst in neighbours]
         self.nbr_ptr = _offsets([len(lst) for lst in neighbours])
-        self.nbr_all = np.concatenate([*self.nbr, np.zeros(0, dtype=np.int64)])
-        self.nbr_ns_all = np.concatenate([*self.nbr_ns, np.zeros(0, dtype=np.int64)])
+        self.nbr_all = np.array([u for lst in neighbours for u, _ in lst], dtype=np.int64)
+        self.nbr_ns_all = np.array([ns for lst in neighbours for _, ns in lst], dtype=np.int64)
+        """Neighbour incidences: task ``t``'s are ``nbr_ptr[t]:nbr_ptr[t + 1]``."""
         self.shift = self.load + self._sum_at(n, self.edge_a, self.edge_b, self.edge_ns)
         """A task's load plus all its incident transfer time."""
         self.core = np.full(n, -1, dtype=np.int64)
@@ -383,9 +382,10 @@ class _Assignment:
 
     def neighbour_ns_on(self, t: int) -> tuple[np.ndarray, int]:
         """Per core, transfer ns of ``t``'s placed neighbours there; and their total."""
-        cores = self.core[self.nbr[t]]
+        at = slice(self.nbr_ptr[t], self.nbr_ptr[t + 1])
+        cores = self.core[self.nbr_all[at]]
         placed = cores >= 0
-        ns = self.nbr_ns[t][placed]
+        ns = self.nbr_ns_all[at][placed]
         on = np.zeros(self.used.shape[0], dtype=np.int64)
         np.add.at(on, cores[placed], ns)
         return on, int(ns.sum())
@@ -631,7 +631,8 @@ class _Assignment:
             self.checks += n
             on, _ = self.neighbour_ns_on(t)
             with_t = np.zeros(n, dtype=np.int64)
-            np.add.at(with_t, self.nbr[t], self.nbr_ns[t])
+            at = slice(self.nbr_ptr[t], self.nbr_ptr[t + 1])
+            np.add.at(with_t, self.nbr_all[at], self.nbr_ns_all[at])
             shift_t = int(self.shift[t])
             at_p = worst - shift_t + 2 * int(on[p]) + self.shift - 2 * (to_p - with_t)
             at_q = (
@@ -659,12 +660,12 @@ class _SwapFit:
     holds there and gains ``u``'s weights it lacks or just lost; ``q`` likewise.
     The assignment does not change during one `_best_swap`, so what ``u`` frees on
     its own core is computed once; a check of ``t`` against ``k`` partners is then
-    ``O(I + k W_t)`` numpy work for ``I`` task-weight incidences.
+    ``O((I + k) W_t)`` numpy work for ``I`` task-weight incidences and ``W_t``
+    weights of ``t``.
     """
 
     def __init__(self, assignment: _Assignment) -> None:
-        self.a = assignment
-        a = assignment
+        self.assignment = a = assignment
         held = a.count[a.core[a.weight_task], a.weight_id]
         self.frees = self._per_task(a.size[a.weight_id] * (held == 1))
         """Slots each task frees on its own core by leaving it."""
@@ -672,11 +673,12 @@ class _SwapFit:
     def _per_task(self, values: np.ndarray) -> np.ndarray:
         """Per task, the sum of ``values`` over its task-weight incidences."""
         total = np.concatenate(([0], np.cumsum(values, dtype=np.int64)))
-        return total[self.a.weight_ptr[1:]] - total[self.a.weight_ptr[:-1]]
+        ptr = self.assignment.weight_ptr
+        return total[ptr[1:]] - total[ptr[:-1]]
 
     def partners(self, t: int, partners: np.ndarray) -> np.ndarray:
         """Whether exchanging ``t`` with each of ``partners`` (other cores) fits."""
-        a = self.a
+        a = self.assignment
         capacity = a.problem.capacity
         p, mine = int(a.core[t]), a.weights[t]
         on_p = a.count[p]

@@ -379,7 +379,8 @@ def realize_pipeline(
     ranks = program_ranks(graph, task_stage, direct, order)
     transfer_rank = ranks.transfer
     scalar = (graph.edge_kind == SCALAR_PROJECTION).tolist()
-    # items[c]: (key, step, tasks); a key sorts a core's program (module docstring).
+    # items[c]: core c's transfers, loads, stores and synchronization as (key, step, tasks);
+    # keys sort them, and its compute units go between them by rank (`_merge_compute`).
     items: list[list[Item]] = [[] for _ in range(num_cores)]
     boundary = _Boundary(ranks, core_of, stage_of, publication_bytes(graph).tolist())
     for e, (u, v, b) in enumerate(zip(src, dst, nbytes, strict=True)):
