@@ -216,26 +216,25 @@ def test_one_core_is_the_whole_stage() -> None:
 
 
 def _demands_after(assignment: _Assignment, moves: list[tuple[int, int]]) -> tuple[int, ...]:
-    """Per-core demands after re-placing each ``(task, core)`` of ``moves``, undone after."""
-    before = [(t, int(assignment.core[t])) for t, _ in moves]
-    for t, _ in moves:
-        assignment.remove(t)
+    """Per-core demands (`packing_demand`) with each ``(task, core)`` of ``moves`` applied,
+    or ``()`` when some core's distinct weights then exceed its capacity."""
+    problem = assignment.problem
+    core = assignment.core.tolist()
     for t, p in moves:
-        assignment.place(t, p)
-    demand = tuple(assignment.demand.tolist())
-    fits = bool((assignment.used <= assignment.problem.capacity).all())
-    for t, _ in moves:
-        assignment.remove(t)
-    for t, p in before:
-        assignment.place(t, p)
-    return demand if fits else ()
+        core[t] = p
+    held: list[set[int]] = [set() for _ in range(problem.cores)]
+    for t, p in enumerate(core):
+        held[p].update(problem.task_weights[t])
+    if any(sum(problem.weight_size[w] for w in ws) > problem.capacity for ws in held):
+        return ()
+    return packing_demand(problem, tuple(core))
 
 
 def _rebalance_reference(
     assignment: _Assignment, p: int
 ) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-    """The bottleneck move and swap of core ``p`` by re-placing tasks one pair at a time
-    (the rules of `_Assignment.rebalance`, without its closed forms)."""
+    """The bottleneck move and swap of core ``p`` by pricing every re-placed assignment
+    whole (the rules of `_Assignment.rebalance`, without its incremental closed forms)."""
     worst = int(assignment.demand[p])
     cores = assignment.problem.cores
     moves, swaps = [], []
@@ -282,6 +281,7 @@ def test_bottleneck_move_and_swap_match_re_placing_each_pair() -> None:
         capacity = max(sum(sizes[w] for w in ws) for ws in held) + rng.randint(0, 1)
         problem = PackingProblem(loads, weights, sizes, cores, capacity, edges)
         assignment = _Assignment.from_cores(problem, core)
+        assert tuple(assignment.demand.tolist()) == packing_demand(problem, tuple(core))
         p = int(np.argmax(assignment.demand))
         worst = int(assignment.demand[p])
         move, swap = _rebalance_reference(assignment, p)
