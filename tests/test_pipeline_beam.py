@@ -19,6 +19,7 @@ from raptor_cp.graph import ComputeGraph
 from raptor_cp.pipeline import beam as beam_search
 from raptor_cp.pipeline.beam import BeamPipelineSolver, SelectionStoppedError, _Search
 from raptor_cp.pipeline.initial import initial_pipeline
+from raptor_cp.pipeline.proxy import relieves
 from raptor_cp.pipeline.selection import Candidate, PipelineSelection, near_equivalence
 from raptor_cp.problems import PipelineProblem, Stage, check
 from raptor_cp.solvers import DEFAULT_METHOD, solve
@@ -238,6 +239,30 @@ def test_a_speculation_follows_the_next_pick_and_its_outcome_is_the_plain_build(
     assert beam_search.placement_digest(ahead) == beam_search.placement_digest(plain)
     assert ahead.interval_ns == plain.interval_ns
     assert search.packed.keys() >= {(s.first, s.stop, s.cores) for s in second.stages}
+
+
+def test_the_shortlist_guides_only_moves_that_relieve_a_bottleneck(lenet_beam: tuple) -> None:
+    problem, _ = lenet_beam
+    initial = initial_pipeline(problem.graph, problem.target, problem.depth)
+    search = _Search(problem, initial, 32, 128, jobs=1)
+    stages = initial.plan.stages
+    proxy = search.proxy.score(stages)
+    root = Candidate(0, stages, None, "initial", 0, proxy, initial.plan, initial.packing, None)
+    search.candidates.append(root)
+    search.visited.add(root.canonical)
+    bottleneck = search.bottlenecks(root)
+
+    def guided(proposal: Any) -> bool:
+        changed = bottleneck.intersection(proposal.changed)
+        return any(relieves(stages[b], proposal.stages, search.costs.span) for b in changed)
+
+    shortlist = search.shortlist(root)
+    merges = [p for p, _ in shortlist if p.move.startswith("merge")]
+    # The instance exercises the rule: a merge changes the bottleneck but lengthens it.
+    assert merges and all(bottleneck.intersection(p.changed) for p in merges)
+    assert not any(guided(p) for p in merges)
+    keys = [score.key(guided(p), p.stages) for p, score in shortlist]
+    assert keys == sorted(keys)
 
 
 def test_a_one_evaluation_budget_leaves_no_room_for_the_latency_root(lenet_beam: tuple) -> None:

@@ -11,9 +11,11 @@ scheduling.md, "Default throughput selection", steps 2-9, as
    pool's spare cores; the cheap proxy (`raptor_cp.pipeline.proxy`) ranks the
    unvisited ones into a shortlist of at most ``2 C`` (``C`` = 32 queue
    evaluations); ties, proxy values within the 2.1 % margin, prefer moves that
-   change a bottleneck stage of the parent: the stage whose cores carry the
-   most processor service and, once the parent's critical recurrence is known,
-   the one carrying the most delay of its witness cycle (`ProxyScore.key`);
+   relieve a bottleneck stage of the parent (change it without lengthening
+   its dependency span, `raptor_cp.pipeline.proxy.relieves`): the stage whose
+   cores carry the most processor service and, once the parent's critical
+   recurrence is known, the one carrying the most delay of its witness cycle
+   (`ProxyScore.key`);
 4. the shortlist is tried in rank order: constructive packing of the changed
    stages (unchanged stages reuse theirs, and their placement when their cores
    stay the same), physical placement, and placement
@@ -79,7 +81,7 @@ from raptor_cp.pipeline.latency_candidate import latency_stage_plan
 from raptor_cp.pipeline.layout import PlacementKey, StagePlacement, StagePlacer
 from raptor_cp.pipeline.neighbourhood import Proposal, neighbours
 from raptor_cp.pipeline.plan import PipelinePlan, assemble_pipeline
-from raptor_cp.pipeline.proxy import ProxyScore, SelectionProxy
+from raptor_cp.pipeline.proxy import ProxyScore, SelectionProxy, relieves
 from raptor_cp.pipeline.realize import target_realization
 from raptor_cp.pipeline.selection import (
     Attempt,
@@ -385,8 +387,11 @@ class _Search:
             score = self.proxy.score(proposal.stages)
             if score is None:
                 continue
-            touches = bool(bottleneck.intersection(proposal.changed))
-            key = score.key(touches, proposal.stages)
+            relieved = any(
+                relieves(stages[b], proposal.stages, self.costs.span)
+                for b in bottleneck.intersection(proposal.changed)
+            )
+            key = score.key(relieved, proposal.stages)
             entry = (_Inverted(key), -n, proposal, score)
             if len(heap) < size:
                 heapq.heappush(heap, entry)

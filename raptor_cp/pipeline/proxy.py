@@ -20,19 +20,33 @@ shared-memory demand." For a proposed partition with core budgets:
   terms of the interval a placement cannot shorten. Memory service is shared
   by all stages, so it enters once and is never added to a stage.
 
-`ProxyScore.key` ranks proposals by their value, proposals that change a
+`ProxyScore.key` ranks proposals by their value, proposals that relieve a
 bottleneck stage of the parent first among ties (scheduling.md: "processor
 service and critical recurrence contributions guide ties toward affected
 bottlenecks"), then by the stage costs sorted in decreasing order (the
 next-worst stage), then by the canonical stage/budget vector. Values within
 the seeds' 2.1 % near-equivalence margin (`raptor_cp.pipeline.selection.MARGIN`)
-are ties: a proposal that leaves every bottleneck stage as it is ranks as if
-its value were 2.1 % higher. The proxy cannot separate such proposals (on
-ResNet-18, arch-a, depth 8 the 32 evaluated candidates' values lie within
-1.1 % of each other while their queue estimates range over 3.5-6.4 ms), and a
-move that leaves the stage binding the parent's recurrence as it is keeps
-that recurrence: with exact ties only, 8 of the 30 evaluated neighbours
-returned their parent's estimate exactly (docs/benchmarks.md, "Fourteenth
+are ties: a proposal that relieves no bottleneck stage ranks as if its value
+were 2.1 % higher. The proxy cannot separate such proposals (on ResNet-18,
+arch-a, depth 8 the 32 evaluated candidates' values lie within 1.1 % of each
+other while their queue estimates range over 3.5-6.4 ms), and a move that
+leaves the stage binding the parent's recurrence as it is keeps that
+recurrence: with exact ties only, 8 of the 30 evaluated neighbours returned
+their parent's estimate exactly (docs/benchmarks.md, "Fourteenth pass").
+
+A move *relieves* a bottleneck stage (`relieves`) when it changes that stage
+and no stage of the proposal that holds some of its groups has a longer
+dependency span (`StageCosts.span`, the seeds' third proxy ingredient) than
+it had: a split or a core transfer always does, a merge does not once it
+lengthens the stage's chain, and a boundary move does when neither stage
+that now holds its groups is longer-chained than it was. A stage's own
+recurrence follows its chain when its cores' programs couple (a core that
+waits for a transfer from a later part of the chain), which is what binds the
+stages of these plans (docs/benchmarks.md, "Twelfth pass"); the proxy's
+packing term pools a merged block's cores and its memory term drops the
+removed boundary's traffic, so a merge often has the lowest value of all.
+Counted as guided, merges took 13 of the 32 evaluations on ResNet-18 at
+depth 8, none better than its parent (docs/benchmarks.md, "Seventeenth
 pass").
 Exact rationals: deterministic.
 
@@ -43,7 +57,7 @@ memoised; ``O(T + E)`` preprocessing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -121,13 +135,13 @@ class ProxyScore:
     def value(self) -> int:
         return max(max(self.stage_cost), self.memory_ns)
 
-    def key(self, touches_bottleneck: bool, stages: Sequence[Stage]) -> tuple[object, ...]:
+    def key(self, relieves_bottleneck: bool, stages: Sequence[Stage]) -> tuple[object, ...]:
         """Rank of the proposal (lower first; see the module docstring)."""
         canonical = tuple((s.first, s.stop, s.cores) for s in stages)
-        standing = Fraction(self.value) * (1 if touches_bottleneck else 1 + MARGIN)
+        standing = Fraction(self.value) * (1 if relieves_bottleneck else 1 + MARGIN)
         return (
             standing,
-            not touches_bottleneck,
+            not relieves_bottleneck,
             tuple(sorted(self.stage_cost, reverse=True)),
             canonical,
         )
@@ -138,6 +152,20 @@ class ProxyScore:
             "stage_cost_ns": list(self.stage_cost),
             "memory_ns": self.memory_ns,
         }
+
+
+def relieves(bottleneck: Stage, proposal: Sequence[Stage], span: Callable[[int, int], int]) -> bool:
+    """Whether no stage of ``proposal`` holding some of ``bottleneck``'s groups has a longer
+    dependency span than ``bottleneck`` (``span(first, stop)``; see the module docstring).
+
+    The caller asks only about bottleneck stages the move changes.
+    """
+    limit = span(bottleneck.first, bottleneck.stop)
+    return all(
+        span(stage.first, stage.stop) <= limit
+        for stage in proposal
+        if stage.first < bottleneck.stop and bottleneck.first < stage.stop
+    )
 
 
 class SelectionProxy:
