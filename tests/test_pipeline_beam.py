@@ -216,7 +216,7 @@ def test_a_speculation_follows_the_next_pick_and_its_outcome_is_the_plain_build(
     root = Candidate(0, stages, None, "initial", 0, None, initial.plan, initial.packing, None)
     search.candidates.append(root)
     search.visited.add(root.canonical)
-    first, second = (proposal for proposal, _ in search.shortlist(root)[:2])
+    first, second = (entry.proposal for entry in search.shortlist(root)[:2])
     try:
         search.speculate(root.canonical, following=0)  # builds the root's best proposal
         assert search.speculation is not None and search.speculation[0] == first.canonical
@@ -257,11 +257,12 @@ def test_the_shortlist_guides_only_moves_that_relieve_a_bottleneck(lenet_beam: t
         return any(relieves(stages[b], proposal.stages, search.costs.span) for b in changed)
 
     shortlist = search.shortlist(root)
-    merges = [p for p, _ in shortlist if p.move.startswith("merge")]
+    merges = [e.proposal for e in shortlist if e.proposal.move.startswith("merge")]
     # The instance exercises the rule: a merge changes the bottleneck but lengthens it.
     assert merges and all(bottleneck.intersection(p.changed) for p in merges)
     assert not any(guided(p) for p in merges)
-    keys = [score.key(guided(p), p.stages) for p, score in shortlist]
+    assert [e.guided for e in shortlist] == [guided(e.proposal) for e in shortlist]
+    keys = [e.score.key(guided(e.proposal), e.proposal.stages) for e in shortlist]
     assert keys == sorted(keys)
 
 

@@ -67,6 +67,13 @@ def _check_outputs(model: Path, target: str, depth: int, out: Path) -> None:
     )
     selected = [c for c in report["candidates"] if c["selected"]]
     assert [c["index"] for c in selected] == [report["selection"]["selected"]]
+    # Every proposed candidate says whether its move was guided; a root says why not.
+    for row in report["candidates"]:
+        if row["parent"] is None:
+            assert row["relieves_parent_bottleneck"] is None
+            assert row["relieves_parent_bottleneck_why"] == "a root has no parent"
+        else:
+            assert isinstance(row["relieves_parent_bottleneck"], bool)
     assert selected[0]["queue_estimate_ns"] == schedule["interval_ns"]
     terms = schedule["analytic_interval"]
     assert terms["interval_ns"] == max(

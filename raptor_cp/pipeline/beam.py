@@ -60,7 +60,7 @@ import heapq
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -314,7 +314,7 @@ class _Search:
         self.attempts: list[Attempt] = []
         self.rounds: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
         self.visited: set[Canonical] = set()
-        self.shortlists: dict[int, tuple[int, list[tuple[Proposal, ProxyScore]]]] = {}
+        self.shortlists: dict[int, tuple[int, list[Ranked]]] = {}
         """Per parent: its latest shortlist and the size of `visited` it was made for."""
         self.speculation: tuple[Canonical, ForkedBatch[Sequence[Stage], _Prebuilt]] | None = None
         """The round's next candidate, built ahead in a child (`speculate`)."""
@@ -365,7 +365,7 @@ class _Search:
         found.discard(-1)
         return found
 
-    def shortlist(self, parent: Candidate) -> list[tuple[Proposal, ProxyScore]]:
+    def shortlist(self, parent: Candidate) -> list[Ranked]:
         """The parent's unvisited legal proposals, best `2 C` by the proxy (memoised until
         `visited` grows)."""
         found = self.shortlists.get(parent.index)
@@ -376,7 +376,7 @@ class _Search:
         self.costs.prefetch(self._new_ranges(stages))
         bottleneck = self.bottlenecks(parent)
         size = 2 * self.queue_limit
-        heap: list[tuple[_Inverted, int, Proposal, ProxyScore]] = []
+        heap: list[tuple[_Inverted, int, Ranked]] = []
         seen: set[tuple[tuple[int, int, int], ...]] = set()
         for n, proposal in enumerate(
             neighbours(stages, self.depth, self.allocate, self.work_prefix)
@@ -392,14 +392,14 @@ class _Search:
                 for b in bottleneck.intersection(proposal.changed)
             )
             key = score.key(relieved, proposal.stages)
-            entry = (_Inverted(key), -n, proposal, score)
+            entry = (_Inverted(key), -n, Ranked(proposal, score, relieved))
             if len(heap) < size:
                 heapq.heappush(heap, entry)
             elif key < heap[0][0].key:  # type: ignore[operator]
                 heapq.heapreplace(heap, entry)
         ranked = sorted(heap, key=lambda e: (e[0].key, -e[1]))
         self.budget.times["neighbourhood_scoring"] += time.perf_counter() - began
-        shortlist = [(proposal, score) for _, _, proposal, score in ranked]
+        shortlist = [entry for _, _, entry in ranked]
         self.shortlists[parent.index] = (len(self.visited), shortlist)
         return shortlist
 
@@ -501,11 +501,11 @@ class _Search:
         """
         latest = self.shortlists.get(parent_index)
         if latest is not None:
-            for proposal, _ in latest[1]:
-                if proposal.canonical not in self.visited:
-                    return proposal
+            for entry in latest[1]:
+                if entry.proposal.canonical not in self.visited:
+                    return entry.proposal
         listed = self.shortlist(self.candidates[parent_index])
-        return listed[0][0] if listed else None
+        return listed[0].proposal if listed else None
 
     def drop_speculation(self) -> None:
         """Stop the speculative build, if any (its stages were not taken)."""
@@ -767,7 +767,7 @@ class _Search:
         ahead in a child (`speculate`) while this one is built here.
         """
         parent = self.candidates[parent_index]
-        for proposal, score in self.shortlist(parent):
+        for proposal, score, guided in self.shortlist(parent):
             if self._budget_spent():
                 return None
             self.visited.add(proposal.canonical)
@@ -788,7 +788,7 @@ class _Search:
             self.placements[digest] = index
             candidate = Candidate(
                 index, proposal.stages, parent_index, proposal.move, round_number, score, plan,
-                packing, None,
+                packing, None, guided,
             )  # fmt: skip
             self.candidates.append(candidate)
             self.request(0)
@@ -799,6 +799,15 @@ class _Search:
             self.attempts.append(Attempt(*attempt, "evaluated", index))
             return index
         return None
+
+
+class Ranked(NamedTuple):
+    """One shortlist entry: a proposal, its proxy and whether it relieves a bottleneck
+    stage of the parent (`raptor_cp.pipeline.proxy.relieves`)."""
+
+    proposal: Proposal
+    score: ProxyScore
+    guided: bool
 
 
 @dataclass(frozen=True)

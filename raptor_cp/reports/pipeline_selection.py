@@ -16,8 +16,10 @@ and phase times"):
   work, stage span, boundary service; the stage span is a latency, not an
   initiation interval) and the ranking proxy;
 * ``candidates``: every candidate built, with its stages, core budgets, search
-  parent and move, proxy, analytic interval, ``queue_estimate_ns`` and
-  eligibility (candidate 0 is the initialized schedule; the latency schedule as
+  parent and move, proxy, whether the move relieved a bottleneck stage of its
+  parent (``relieves_parent_bottleneck``: the shortlist ranked it at its proxy
+  value if so, 2.1 % higher if not), analytic interval, ``queue_estimate_ns``
+  and eligibility (candidate 0 is the initialized schedule; the latency schedule as
   one stage is a second root, ``latency_candidate`` says which candidate or why
   none); ``search_parents`` and ``rounds`` give the beam's history,
   ``attempts`` every proposal tried and its outcome;
@@ -127,6 +129,7 @@ def _candidate_row(candidate: Candidate, selected: int) -> dict[str, object]:
         "stage_ranges": [[s.first, s.stop] for s in candidate.stages],
         "core_budgets": [s.cores for s in candidate.stages],
         "proxy": None if candidate.proxy is None else candidate.proxy.to_json(),
+        "relieves_parent_bottleneck": candidate.guided,
         "analytic_interval_ns": candidate.plan.interval_ns,
         "queue_estimate_ns": candidate.estimate_ns,
         "selected": candidate.index == selected,
@@ -139,6 +142,7 @@ def _candidate_row(candidate: Candidate, selected: int) -> dict[str, object]:
             else "a second root: the latency schedule as one stage, evaluated with the first "
             "round (not proposed by a move)"
         )
+        row["relieves_parent_bottleneck_why"] = "a root has no parent"
     if candidate.proxy is None:
         row["proxy_why"] = "a stage has no packing at its budget under the allocation costs"
     if cost is None:
