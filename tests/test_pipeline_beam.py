@@ -252,7 +252,7 @@ def test_the_shortlist_guides_only_moves_that_relieve_a_bottleneck(lenet_beam: t
     search.visited.add(root.canonical)
     bottleneck = search.bottlenecks(root)
 
-    def guided(proposal: Any) -> bool:
+    def relieving(proposal: Any) -> bool:
         changed = bottleneck.intersection(proposal.changed)
         return any(relieves(stages[b], proposal.stages, search.costs.span) for b in changed)
 
@@ -260,9 +260,9 @@ def test_the_shortlist_guides_only_moves_that_relieve_a_bottleneck(lenet_beam: t
     merges = [e.proposal for e in shortlist if e.proposal.move.startswith("merge")]
     # The instance exercises the rule: a merge changes the bottleneck but lengthens it.
     assert merges and all(bottleneck.intersection(p.changed) for p in merges)
-    assert not any(guided(p) for p in merges)
-    assert [e.guided for e in shortlist] == [guided(e.proposal) for e in shortlist]
-    keys = [e.score.key(guided(e.proposal), e.proposal.stages) for e in shortlist]
+    assert not any(relieving(p) for p in merges)
+    assert [e.relieves_bottleneck for e in shortlist] == [relieving(e.proposal) for e in shortlist]
+    keys = [e.score.key(relieving(e.proposal), e.proposal.stages) for e in shortlist]
     assert keys == sorted(keys)
 
 

@@ -67,6 +67,7 @@ def _check_outputs(model: Path, target: str, depth: int, out: Path) -> None:
     )
     selected = [c for c in report["candidates"] if c["selected"]]
     assert [c["index"] for c in selected] == [report["selection"]["selected"]]
+    assert selected[0]["queue_estimate_ns"] == schedule["interval_ns"]
     # Every proposed candidate says whether its move was guided; a root says why not.
     for row in report["candidates"]:
         if row["parent"] is None:
@@ -74,7 +75,6 @@ def _check_outputs(model: Path, target: str, depth: int, out: Path) -> None:
             assert row["relieves_parent_bottleneck_why"] == "a root has no parent"
         else:
             assert isinstance(row["relieves_parent_bottleneck"], bool)
-    assert selected[0]["queue_estimate_ns"] == schedule["interval_ns"]
     terms = schedule["analytic_interval"]
     assert terms["interval_ns"] == max(
         terms["core_work_ns"], terms["stage_span_ns"], terms["memory_service_ns"]

@@ -387,12 +387,12 @@ class _Search:
             score = self.proxy.score(proposal.stages)
             if score is None:
                 continue
-            relieved = any(
+            relieving = any(
                 relieves(stages[b], proposal.stages, self.costs.span)
                 for b in bottleneck.intersection(proposal.changed)
             )
-            key = score.key(relieved, proposal.stages)
-            entry = (_Inverted(key), -n, Ranked(proposal, score, relieved))
+            key = score.key(relieving, proposal.stages)
+            entry = (_Inverted(key), -n, Ranked(proposal, score, relieving))
             if len(heap) < size:
                 heapq.heappush(heap, entry)
             elif key < heap[0][0].key:  # type: ignore[operator]
@@ -767,7 +767,7 @@ class _Search:
         ahead in a child (`speculate`) while this one is built here.
         """
         parent = self.candidates[parent_index]
-        for proposal, score, guided in self.shortlist(parent):
+        for proposal, score, relieving in self.shortlist(parent):
             if self._budget_spent():
                 return None
             self.visited.add(proposal.canonical)
@@ -788,7 +788,7 @@ class _Search:
             self.placements[digest] = index
             candidate = Candidate(
                 index, proposal.stages, parent_index, proposal.move, round_number, score, plan,
-                packing, None, guided,
+                packing, None, relieving,
             )  # fmt: skip
             self.candidates.append(candidate)
             self.request(0)
@@ -807,7 +807,7 @@ class Ranked(NamedTuple):
 
     proposal: Proposal
     score: ProxyScore
-    guided: bool
+    relieves_bottleneck: bool
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ and no stage of the proposal that holds some of its groups has a longer
 dependency span (`StageCosts.span`, the seeds' third proxy ingredient) than
 it had: a split or a core transfer always does, a merge does not once it
 lengthens the stage's chain, and a boundary move does when neither stage
-that now holds its groups is longer-chained than it was. A stage's own
+that now holds its groups has a longer span than the bottleneck had. A stage's own
 recurrence follows its chain when its cores' programs couple (a core that
 waits for a transfer from a later part of the chain), which is what binds the
 stages of these plans (docs/benchmarks.md, "Twelfth pass"); the proxy's

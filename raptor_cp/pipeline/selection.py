@@ -54,7 +54,7 @@ class Candidate:
     """Per stage: the constructive packing's evidence."""
     cost: RealizedScheduleCost | None
     """The target's evidence; None when the queue comparison was skipped."""
-    guided: bool | None = None
+    relieves_bottleneck: bool | None = None
     """Whether its move relieved a bottleneck stage of its parent, the shortlist's tie
     guidance (`raptor_cp.pipeline.proxy.relieves`); None for a root."""
 

@@ -129,7 +129,7 @@ def _candidate_row(candidate: Candidate, selected: int) -> dict[str, object]:
         "stage_ranges": [[s.first, s.stop] for s in candidate.stages],
         "core_budgets": [s.cores for s in candidate.stages],
         "proxy": None if candidate.proxy is None else candidate.proxy.to_json(),
-        "relieves_parent_bottleneck": candidate.guided,
+        "relieves_parent_bottleneck": candidate.relieves_bottleneck,
         "analytic_interval_ns": candidate.plan.interval_ns,
         "queue_estimate_ns": candidate.estimate_ns,
         "selected": candidate.index == selected,
