@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from raptor_cp.errors import InvalidInputError, UnsupportedOperatorError
-from raptor_cp.workload.model import OpKind, RowWindow, WindowKind
+from raptor_cp.workload.model import OpKind, RowWindow, ViewKind, WindowKind
 from raptor_cp.workload.pimcomp_reader import read_pimcomp
 
 DATA = Path(__file__).parent / "data" / "pimcomp"
@@ -155,6 +155,13 @@ def test_clip_is_vector_concat_copies_blocks_and_shuffle_is_a_view(tmp_path: Pat
     assert ops["cat"].windows == (RowWindow(WindowKind.SAME), RowWindow(WindowKind.SAME))
     assert ops["cat"].move_shapes == ((1, 4, 8, 8), (1, 4, 8, 8))
     assert (ops["shuffle"].kind, ops["shuffle"].windows[0].kind) == (OpKind.VIEW, WindowKind.ALL)
+    # A shuffle permutes the channels: an unproven projection, unlike a flatten.
+    assert ops["shuffle"].view is ViewKind.OPAQUE
+
+
+def test_flatten_and_reshape_keep_the_element_order(tmp_path: Path) -> None:
+    path = small(tmp_path, node("flat", "OP_FLATTEN", [1, 256], ("relu",)))
+    assert read_pimcomp(path).by_name()["flat"].view is ViewKind.FLAT
 
 
 def test_matmul_of_two_activations_is_vector_work(tmp_path: Path) -> None:

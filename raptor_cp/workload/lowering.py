@@ -26,11 +26,15 @@ decomposition (ARCHITECTURE.md, "The PIM lowering", after PIMCOMP-NN):
   block copy already makes (scheduling.md, "Costs and interpretation");
 - INPUT operations have no task: their data comes from global memory. VIEW
   operations have no task either: a consumer of a view depends on the view's
-  sources (see `_Lowering.sources`).
+  sources (see `_Lowering.sources` and `_Lowering.traced`).
 
 Edge bytes are exact projections (seeds, "Transfer accounting"): a consumer lane's
 rows are projected through its `RowWindow` onto the producer's rows, and every
-producer lane (and column block) overlapping them is charged separately. Sizes
+producer lane (and column block) overlapping them is charged separately. A read
+through a proven view chain (FLAT and TAKE views) or by a transpose that moves
+the lane axis is projected element by element
+(`raptor_cp.workload.projection`); only an unproven view makes its consumer
+read every row of the source. Sizes
 are carried in bits and rounded up to bytes once per fragment, so sub-byte
 payloads stay analyzable (a 4-bit row of 3 elements is not rounded to 2 bytes
 before it is multiplied by its rows); byte-addressed PIM communication lowering
@@ -84,11 +88,20 @@ from raptor_cp.workload.model import (
     Operation,
     OpKind,
     RowWindow,
+    ViewKind,
     WindowKind,
     Workload,
     lane_rows,
 )
 from raptor_cp.workload.movement import concat_blocks, transpose_runs
+from raptor_cp.workload.projection import (
+    EXACT_ELEMENTS,
+    lane_rows_of,
+    read_size,
+    row_reads,
+    taken_source,
+    transposed_reads,
+)
 
 TASK_BUDGET = 20_000
 """Largest graph `default_lanes` aims for (see there)."""
@@ -246,25 +259,26 @@ class _Publisher:
     def fragments(self, lo: int, hi: int, scalar: bool = False) -> list[Fragment]:
         """Each producer fragment overlapping rows ``[lo, hi)`` with its bits.
 
-        With several column blocks, a block carries its share of the row's
-        columns, rounded up to whole bits per fragment. ``scalar`` marks them as
-        read through a scalar projection.
+        ``scalar`` marks them as read through a scalar projection.
         """
         found: list[Fragment] = []
-        width = sum(self.block_widths)
         lane = bisect.bisect_right(self.bounds, lo) - 1
         while lane < len(self.tasks) and self.bounds[lane] < hi:
             overlap = min(hi, self.bounds[lane + 1]) - max(lo, self.bounds[lane])
-            bits = overlap * self.row_bits
-            if len(self.block_widths) == 1:
-                found.append((self.tasks[lane][0], bits, scalar))
-            else:
-                found.extend(
-                    (task, _ceil_div(bits * block, width), scalar)
-                    for task, block in zip(self.tasks[lane], self.block_widths, strict=True)
-                )
+            found += self.lane_fragments(lane, overlap * self.row_bits, scalar)
             lane += 1
         return found
+
+    def lane_fragments(self, lane: int, bits: int, scalar: bool = False) -> list[Fragment]:
+        """The fragments of ``bits`` read from ``lane``: with several column blocks, a
+        block carries its share of the columns, rounded up to whole bits."""
+        if len(self.block_widths) == 1:
+            return [(self.tasks[lane][0], bits, scalar)]
+        width = sum(self.block_widths)
+        return [
+            (task, _ceil_div(bits * block, width), scalar)
+            for task, block in zip(self.tasks[lane], self.block_widths, strict=True)
+        ]
 
 
 class _Lowering:
@@ -424,23 +438,75 @@ class _Lowering:
         publisher = self.published.get(name)
         return [] if publisher is None else [(publisher, lo, hi, scalar)]
 
+    def traced(self, name: str, flat: np.ndarray) -> list[Fragment] | None:
+        """Producer fragments holding the elements ``flat`` (flat indices) of ``name``.
+
+        Follows FLAT and TAKE views element by element to the publishing operation
+        and charges each of its lanes the elements read there
+        (`raptor_cp.workload.projection`); a lane with none gives no fragment. None
+        when a view on the way is unproven (OPAQUE or several inputs) or a scalar
+        projection, which the row path (`sources`) keeps apart.
+        """
+        op = self.ops[name]
+        if op.kind is OpKind.VIEW:
+            scalar = any(w.kind is WindowKind.SLIDING for w in op.windows)
+            if len(op.inputs) != 1 or op.view is ViewKind.OPAQUE or scalar:
+                return None
+            source = op.inputs[0]
+            if op.view is ViewKind.TAKE:
+                flat = taken_source(flat, self.ops[source].output_shape, op.axis, op.take_index)
+            return self.traced(source, flat)
+        publisher = self.published.get(name)
+        if publisher is None:
+            return []
+        rows = lane_rows_of(flat, op.output_shape)
+        lanes = np.searchsorted(publisher.bounds, rows, side="right") - 1
+        counts = np.bincount(lanes, minlength=len(publisher.tasks)).tolist()
+        element_bits = publisher.row_bits // op.row_elements
+        found: list[Fragment] = []
+        for lane, count in enumerate(counts):
+            if count:
+                found += publisher.lane_fragments(lane, count * element_bits)
+        return found
+
     def input_fragments(self, name: str, window: RowWindow, lo: int, hi: int) -> list[Fragment]:
-        """Producer fragments that consumer rows ``[lo, hi)`` read from input ``name``."""
-        first, last = window.input_rows(lo, hi, self.ops[name].rows)
+        """Producer fragments that consumer rows ``[lo, hi)`` read from input ``name``.
+
+        A read through a view is projected element by element when the view chain
+        is proven and the read has at most `EXACT_ELEMENTS` elements (`traced`),
+        otherwise row by row (`sources`).
+        """
+        op = self.ops[name]
+        first, last = window.input_rows(lo, hi, op.rows)
         if first >= last:
             return []
         found = self.projected.get((name, first, last))
         if found is None:
-            found = []
-            for publisher, a, b, scalar in self.sources(name, first, last):
-                found += publisher.fragments(a, b, scalar)
+            if op.kind is OpKind.VIEW and read_size(op.output_shape, first, last) <= EXACT_ELEMENTS:
+                found = self.traced(name, row_reads(op.output_shape, first, last))
+            if found is None:
+                found = [
+                    fragment
+                    for publisher, a, b, scalar in self.sources(name, first, last)
+                    for fragment in publisher.fragments(a, b, scalar)
+                ]
             self.projected[name, first, last] = found
         return found
 
     def fragments(self, op: Operation, lo: int, hi: int) -> list[Fragment]:
+        """Producer fragments that ``op``'s rows ``[lo, hi)`` read from all its inputs.
+
+        A TRANSPOSE that moves the lane axis (an ALL window) reads exactly the input
+        elements its rows copy, when that read is small enough to trace.
+        """
         found: list[Fragment] = []
         for name, window in zip(op.inputs, op.windows, strict=True):
-            found += self.input_fragments(name, window, lo, hi)
+            exact = None
+            if op.kind is OpKind.TRANSPOSE and window.kind is WindowKind.ALL:
+                source = op.move_shapes[0]
+                if read_size([source[p] for p in op.perm], lo, hi) <= EXACT_ELEMENTS:
+                    exact = self.traced(name, transposed_reads(source, op.perm, lo, hi))
+            found += self.input_fragments(name, window, lo, hi) if exact is None else exact
         return found
 
     # -- operations ------------------------------------------------------------

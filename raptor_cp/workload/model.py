@@ -48,6 +48,25 @@ class WindowKind(enum.Enum):
     """Any output row needs every input row (Gemm, flatten, global pool, token mixing)."""
 
 
+class ViewKind(enum.Enum):
+    """How a VIEW's output elements map onto its source's elements.
+
+    Lowering projects a consumer's reads through a FLAT or TAKE view element by
+    element, onto exactly the producer rows they come from (the seeds' statically
+    proven projections); an OPAQUE view is an unproven projection, whose consumers
+    depend on, and receive, all of its source.
+    """
+
+    FLAT = "flat"
+    """Row-major element order unchanged: output element ``i`` is source element ``i``
+    (Reshape, Flatten, Squeeze, Unsqueeze, a Transpose of unit dimensions only)."""
+    TAKE = "take"
+    """One constant index along one axis of the source (a Gather of a scalar index):
+    ``Operation.axis`` and ``Operation.take_index``."""
+    OPAQUE = "opaque"
+    """Any other view (Slice, Expand, Split, a Gather of a tensor index)."""
+
+
 @dataclass(frozen=True)
 class RowWindow:
     """The projection of a consumer's output-row range onto an input's rows."""
@@ -108,7 +127,10 @@ class Operation:
         For TRANSPOSE: ``perm`` (output dim ``i`` is input dim ``perm[i]``) and
         ``move_shapes`` = (input shape,). For CONCAT: ``axis`` (normalised) and
         ``move_shapes`` = every operand's shape in order, constants included (see
-        `raptor_cp.workload.movement`).
+        `raptor_cp.workload.movement`). For a TAKE view: ``axis`` (normalised).
+    view, take_index:
+        For VIEW: how its elements map onto its source's (`ViewKind`) and, for
+        TAKE, the index taken along ``axis``.
     constants:
         Shapes of the constant tensors the operation reads at run time (biases,
         scales, constant operands; not crossbar weights): the seeds' baseline
@@ -132,6 +154,8 @@ class Operation:
     perm: tuple[int, ...] = ()
     axis: int = 0
     move_shapes: tuple[tuple[int, ...], ...] = ()
+    view: ViewKind = ViewKind.OPAQUE
+    take_index: int = 0
     constants: tuple[tuple[int, ...], ...] = ()
     task_cost: int = 0
     input_bytes: tuple[int, ...] = field(default=())

@@ -44,6 +44,7 @@ from raptor_cp.workload.model import (
     Operation,
     OpKind,
     RowWindow,
+    ViewKind,
     WindowKind,
     Workload,
     lane_rows,
@@ -71,6 +72,8 @@ _ELEMENTWISE = frozenset(
     }
 )  # fmt: skip
 _SAME_VIEWS = frozenset({"Identity", "Dropout"})
+_FLAT_VIEWS = _SAME_VIEWS | {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose"}
+"""Views that keep the row-major element order (a Transpose only of unit dimensions)."""
 _ALL_VIEWS = frozenset(
     {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Slice", "Gather", "Expand", "Split"}
 )  # fmt: skip
@@ -146,6 +149,8 @@ class _Lowered:
     perm: tuple[int, ...] = ()
     axis: int = 0
     move_shapes: tuple[Shape, ...] = ()
+    view: ViewKind = ViewKind.OPAQUE
+    take_index: int = 0
     weight: str | None = None
     """The static input held in crossbars (not a run-time constant)."""
 
@@ -246,6 +251,8 @@ class _Lowering:
                 perm=lowered.perm,
                 axis=lowered.axis,
                 move_shapes=lowered.move_shapes,
+                view=lowered.view,
+                take_index=lowered.take_index,
                 constants=constants,
             )
         )
@@ -466,26 +473,40 @@ class _Lowering:
     def _view(self, node: onnx.NodeProto, output: str) -> _Lowered:
         """Zero-cost data movement; only Identity and Dropout keep rows in place.
 
-        A Gather of one constant index along the lane axis reads one row: a scalar
+        The reshape family (and a Transpose of unit dimensions, which reaches here)
+        keeps the row-major element order: a FLAT view. A Gather of one constant
+        index is a TAKE view; along the lane axis it reads one row, a scalar
         projection (a kernel-1 window of stride 0 at that row), not all rows.
+        Lowering projects reads through FLAT and TAKE views element by element.
         """
         self.shape(output)
         inputs = self._activations(node)
         window = SAME_ROWS if node.op_type in _SAME_VIEWS else ALL_ROWS
-        if node.op_type == "Gather" and len(inputs) == 1 and inputs[0] == node.input[0]:
-            row = self._lane_index(node)
-            if row is not None:
-                window = RowWindow(WindowKind.SLIDING, stride=0, pad=-row)
-        return _Lowered(OpKind.VIEW, inputs, (window,) * len(inputs))
+        view, axis, index = ViewKind.OPAQUE, 0, 0
+        if node.op_type in _FLAT_VIEWS:
+            view = ViewKind.FLAT
+        elif node.op_type == "Gather" and len(inputs) == 1 and inputs[0] == node.input[0]:
+            taken = self._taken(node)
+            if taken is not None:
+                view, (axis, index) = ViewKind.TAKE, taken
+                rank = len(self.shape(node.input[0]))
+                if rank >= 2 and axis == rank - 2:
+                    window = RowWindow(WindowKind.SLIDING, stride=0, pad=-index)
+        return _Lowered(
+            OpKind.VIEW,
+            inputs,
+            (window,) * len(inputs),
+            axis=axis,
+            view=view,
+            take_index=index,
+        )
 
-    def _lane_index(self, node: onnx.NodeProto) -> int | None:
-        """The row a Gather selects when its index is one constant along the lane axis."""
+    def _taken(self, node: onnx.NodeProto) -> tuple[int, int] | None:
+        """(axis, index) of a Gather whose index is one constant, both normalised."""
         from onnx import numpy_helper
 
         shape = self.shape(node.input[0])
-        rank = len(shape)
-        if rank < 2 or int(_attribute(node, "axis", 0)) % rank != rank - 2:
-            return None
+        axis = int(_attribute(node, "axis", 0)) % len(shape)
         index = node.input[1]
         tensor = self.graph.initializers.get(index)
         if tensor is None and index in self.graph.producer:
@@ -497,4 +518,4 @@ class _Lowering:
         value = numpy_helper.to_array(tensor)
         if value.shape != ():
             return None
-        return int(value) % shape[rank - 2]
+        return axis, int(value) % shape[axis]

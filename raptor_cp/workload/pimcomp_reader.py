@@ -47,12 +47,15 @@ from raptor_cp.workload.model import (
     Operation,
     OpKind,
     RowWindow,
+    ViewKind,
     WindowKind,
     Workload,
     lane_rows,
 )
 
 _VIEW_OPS = ("OP_DROPOUT", "OP_FLATTEN", "OP_RESHAPE", "OP_SHUFFLE")
+_FLAT_VIEW_OPS = frozenset({"OP_DROPOUT", "OP_FLATTEN", "OP_RESHAPE"})
+"""Views that keep the element order (a channel shuffle permutes it)."""
 _STATIC_WHEN_PROVIDERS_ARE = (*_VIEW_OPS, "OP_CONCAT")
 """Node types holding a constant when all their providers are static."""
 
@@ -502,6 +505,7 @@ def _view(node: _Node, acts: list[_Input], statics: list[_Input], bits: int) -> 
         windows=windows,
         output_shape=node.output_shape,
         bits=bits,
+        view=ViewKind.FLAT if node.op in _FLAT_VIEW_OPS else ViewKind.OPAQUE,
     )
 
 
