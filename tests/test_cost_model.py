@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from raptor_cp.emit.order import ItemKind, pipeline_items
 from raptor_cp.errors import TimingUnavailableError
 from raptor_cp.evaluation import edge_delays
 from raptor_cp.graph import DIRECT_RECEIVE, PLAIN, SCALAR_PROJECTION, ComputeGraph
+from raptor_cp.periodic.steps import Compute
 from raptor_cp.pipeline.baseline import baseline_demand
 from raptor_cp.pipeline.diagnostics import pipeline_periodic
 from raptor_cp.pipeline.groups import pipeline_groups
@@ -259,7 +261,8 @@ def test_the_interval_memory_term_includes_the_baseline_service() -> None:
 
 def test_softmax_gets_no_timed_work_in_the_pim_queue_model() -> None:
     # A (core 0) -> Softmax S (core 1) in one stage: S's 500 ns are not timed, its
-    # receive still is.
+    # receive still is. S stays in core 1's program as a zero-ns run, so the
+    # emitted program still runs it.
     graph = ComputeGraph(
         names=("A", "S"),
         cost=np.array([100, 500]),
@@ -276,7 +279,10 @@ def test_softmax_gets_no_timed_work_in_the_pim_queue_model() -> None:
     timed = realize_pipeline(graph, schedule, stage)
     untimed = realize_pipeline(graph, schedule, stage, frozenset({"Softmax"}))
     assert [type(s).__name__ for s in timed.cores[1]] == ["Recv", "Compute"]
-    assert [type(s).__name__ for s in untimed.cores[1]] == ["Recv"]
+    assert untimed.cores[1][1:] == [Compute(0)]
+    assert untimed.tasks[1][1] == (1,)
+    program = pipeline_items(graph, untimed)
+    assert [item.task for item in program[1] if item.kind is ItemKind.TASK] == [1]
     events, _ = pipeline_events(graph, target, schedule, stage)
     timing = target.step_timing()
     assert events.core_work.tolist()[:2] == [

@@ -13,11 +13,14 @@ modelled:
   rendezvous can sit between two units instead of waiting for the whole task
   (`raptor_cp.periodic.rendezvous_order`); the emitted program runs the same
   units. Consecutive units with no communication between are merged into one
-  `Compute` step (lanes and loop iterations are never expanded; zero-ns runs
-  are dropped). Tasks of an operator type the target's queue model does not
-  time (`StepTiming.untimed_operations`: Softmax on PIM, whose ``vsoftmax``
-  the seeds say pimsim-nn omits) get no timed work; their transfers keep
-  their costs (scheduling.md, "Default throughput selection").
+  `Compute` step (lanes and loop iterations are never expanded). Tasks of an
+  operator type the target's queue model does not time
+  (`StepTiming.untimed_operations`: Softmax on PIM, whose ``vsoftmax`` the
+  seeds say pimsim-nn omits) get no timed work; their transfers keep their
+  costs (scheduling.md, "Default throughput selection"). A run of such tasks
+  alone between two transfers is a zero-ns `Compute` step: it times nothing,
+  but the emitted program takes its tasks from the steps and must still run
+  them.
 * **Same-stage transfers.** An edge between two cores of one stage is a direct
   `Send` on the producer after its compute and a `Recv` on the consumer before
   its compute (same-core edges cost nothing). Where the target times the
@@ -532,7 +535,7 @@ def _merge_compute(
 ) -> tuple[list[Step], list[tuple[int, ...]], list[tuple[tuple[int, int], ...]]]:
     """Core ``core``'s steps: its sorted non-compute ``entries`` with its compute
     ``units`` (program order, ranks ``unit_ranks``) between them, consecutive units
-    merged into one `Compute` run (zero-ns runs dropped), register keys replaced by
+    merged into one `Compute` run (zero-ns runs kept: module docstring), register keys replaced by
     ``allocation``'s registers.
 
     A unit sorts as ``(rank, _COMPUTE)`` among the entries: before an entry of a
@@ -557,11 +560,10 @@ def _merge_compute(
     registers = allocation[core]
 
     def run(first: int, stop: int) -> None:
-        """Units ``[first, stop)`` as one compute run (none if they take no time)."""
-        if elapsed[stop] > elapsed[first]:
-            steps.append(Compute(elapsed[stop] - elapsed[first]))
-            owners.append(tuple(unit_tasks[first:stop]))
-            parts.append(tuple(unit_parts[first:stop]))
+        """Units ``[first, stop)`` as one compute run."""
+        steps.append(Compute(elapsed[stop] - elapsed[first]))
+        owners.append(tuple(unit_tasks[first:stop]))
+        parts.append(tuple(unit_parts[first:stop]))
 
     done = 0
     for (_, step, who), stop in zip(entries, stops, strict=True):
