@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from raptor_cp.graph import ComputeGraph
 from raptor_cp.targets.generic import GenericTarget
 from raptor_cp.workload.lowering import lower
 from raptor_cp.workload.model import (
@@ -57,7 +58,7 @@ def view(
     )  # fmt: skip
 
 
-def reads_into(graph, consumer: str) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+def reads_into(graph: ComputeGraph, consumer: str) -> list[tuple[str, int]]:
     """(producer task, bytes) of every edge into ``consumer``, by producer."""
     into = np.flatnonzero(graph.edge_dst == graph.names.index(consumer))
     return sorted(
@@ -126,38 +127,33 @@ def test_a_transpose_moving_the_lane_axis_reads_only_the_rows_it_copies() -> Non
         assert reads_into(graph, f"t/l{j}") == [(f"a/l{j}", 6)]
 
 
-def test_a_take_view_reads_only_the_taken_rows() -> None:
-    # s = Reshape(a) to (2, 2, 6); g = s[1] (TAKE, axis 0, index 1) is (2, 6):
-    # g's row i is a's row 2 + i, so h = Relu(g) lane i reads a lane 2 + i, 6 B.
+def take_chain(reshape: ViewKind) -> ComputeGraph:
+    """a (4 x 6, one 6-byte row per lane) -> s = Reshape(a) to (2, 2, 6), a ``reshape``
+    view -> g = s[1] (TAKE, axis 0, index 1), (2, 6) -> h = Relu(g), lowered."""
     workload = Workload(
         "w",
         (
             source("x", (4, 6)),
             relu("a", "x", (4, 6)),
-            view("s", "a", (2, 2, 6), ViewKind.FLAT),
+            view("s", "a", (2, 2, 6), reshape),
             view("g", "s", (2, 6), ViewKind.TAKE, axis=0, index=1),
             relu("h", "g", (2, 6)),
         ),
     )
-    graph = lower(workload, GenericTarget(2), lanes=4)
+    return lower(workload, GenericTarget(2), lanes=4)
+
+
+def test_a_take_view_reads_only_the_taken_rows() -> None:
+    # g's row i is a's row 2 + i, so h's lane i reads a's lane 2 + i, 6 B.
+    graph = take_chain(ViewKind.FLAT)
     assert reads_into(graph, "h/l0") == [("a/l2", 6)]
     assert reads_into(graph, "h/l1") == [("a/l3", 6)]
 
 
 def test_an_opaque_view_keeps_the_conservative_read_of_every_row() -> None:
-    # The same chain with an OPAQUE view (an unproven projection): every h lane
-    # depends on, and receives, all four a lanes (6 B each).
-    workload = Workload(
-        "w",
-        (
-            source("x", (4, 6)),
-            relu("a", "x", (4, 6)),
-            view("s", "a", (2, 2, 6), ViewKind.OPAQUE),
-            view("g", "s", (2, 6), ViewKind.TAKE, axis=0, index=1),
-            relu("h", "g", (2, 6)),
-        ),
-    )
-    graph = lower(workload, GenericTarget(2), lanes=4)
+    # With an OPAQUE reshape (an unproven projection) every h lane depends on,
+    # and receives, all four a lanes (6 B each).
+    graph = take_chain(ViewKind.OPAQUE)
     assert reads_into(graph, "h/l0") == [(f"a/l{i}", 6) for i in range(4)]
 
 
