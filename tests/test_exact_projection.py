@@ -157,6 +157,22 @@ def test_an_opaque_view_keeps_the_conservative_read_of_every_row() -> None:
     assert reads_into(graph, "h/l0") == [(f"a/l{i}", 6) for i in range(4)]
 
 
+def test_a_view_whose_shapes_do_not_fit_its_kind_stays_unproven() -> None:
+    # A "FLAT" view of 2 x 6 elements onto a 24-element source cannot keep the
+    # element order: h's lane reads all four a lanes, as through an OPAQUE view.
+    workload = Workload(
+        "w",
+        (
+            source("x", (4, 6)),
+            relu("a", "x", (4, 6)),
+            view("s", "a", (2, 6), ViewKind.FLAT),
+            relu("h", "s", (2, 6)),
+        ),
+    )
+    graph = lower(workload, GenericTarget(2), lanes=4)
+    assert reads_into(graph, "h/l0") == [(f"a/l{i}", 6) for i in range(4)]
+
+
 def test_the_onnx_reader_marks_views_flat_or_take() -> None:
     workload = read_onnx(MODELS / "vit_b16_1layer.onnx")
     ops = workload.by_name()

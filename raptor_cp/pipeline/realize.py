@@ -535,8 +535,8 @@ def _merge_compute(
 ) -> tuple[list[Step], list[tuple[int, ...]], list[tuple[tuple[int, int], ...]]]:
     """Core ``core``'s steps: its sorted non-compute ``entries`` with its compute
     ``units`` (program order, ranks ``unit_ranks``) between them, consecutive units
-    merged into one `Compute` run (zero-ns runs kept: module docstring), register keys replaced by
-    ``allocation``'s registers.
+    merged into one `Compute` run (zero-ns runs kept: module docstring), register
+    keys replaced by ``allocation``'s registers.
 
     A unit sorts as ``(rank, _COMPUTE)`` among the entries: before an entry of a
     larger rank, or of its own rank and a later kind (its task's stores). Ranks

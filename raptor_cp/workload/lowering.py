@@ -444,18 +444,23 @@ class _Lowering:
         Follows FLAT and TAKE views element by element to the publishing operation
         and charges each of its lanes the elements read there
         (`raptor_cp.workload.projection`); a lane with none gives no fragment. None
-        when a view on the way is unproven (OPAQUE or several inputs) or a scalar
-        projection, which the row path (`sources`) keeps apart.
+        when a view on the way is unproven (OPAQUE, several inputs, or shapes that
+        do not fit its kind) or a scalar projection, which the row path
+        (`sources`) keeps apart.
         """
         op = self.ops[name]
         if op.kind is OpKind.VIEW:
             scalar = any(w.kind is WindowKind.SLIDING for w in op.windows)
             if len(op.inputs) != 1 or op.view is ViewKind.OPAQUE or scalar:
                 return None
-            source = op.inputs[0]
+            source = self.ops[op.inputs[0]]
+            shape = source.output_shape
+            taken = shape[op.axis] if op.view is ViewKind.TAKE and op.axis < len(shape) else 1
+            if op.elements * taken != source.elements:
+                return None  # the view's shapes do not fit its kind: keep it unproven
             if op.view is ViewKind.TAKE:
-                flat = taken_source(flat, self.ops[source].output_shape, op.axis, op.take_index)
-            return self.traced(source, flat)
+                flat = taken_source(flat, shape, op.axis, op.take_index)
+            return self.traced(source.name, flat)
         publisher = self.published.get(name)
         if publisher is None:
             return []
