@@ -4,7 +4,9 @@ The makespan and core bounds are valid for every schedule on the given target:
 the critical path uses each task's fastest cost and free communication; the
 work bound spreads the fastest costs perfectly over all cores; the
 head-work-tail bound combines both (`head_work_tail_ns`); the capacity bound
-counts the cores one copy of every distinct resident weight needs.
+counts the cores one copy of every distinct resident weight needs. The
+interval bound (`interval_lower_bound`) holds for every pipeline interval
+estimate of the same graph.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from raptor_cp.graph import ComputeGraph
+from raptor_cp.pipeline.baseline import baseline_demand
 from raptor_cp.targets.base import UNLIMITED_CAPACITY, SchedulingTarget
 
 
@@ -110,15 +113,23 @@ def lower_bounds(graph: ComputeGraph, target: SchedulingTarget) -> LowerBounds:
 
 
 def interval_lower_bound(graph: ComputeGraph, target: SchedulingTarget) -> dict[str, int]:
-    """Bounds every pipeline interval of this model: its largest task and work / cores.
+    """Bounds every pipeline interval estimate of this model.
 
-    Both bound the largest per-core compute, hence the interval estimate.
+    Three terms: the largest task and work / cores bound the largest per-core
+    compute (``compute_ns``, their maximum, also bounds the partition proxy);
+    the baseline memory service (function inputs, constants and outputs,
+    `raptor_cp.pipeline.baseline`) is paid through the memory controller by
+    every generation wherever the stage boundaries fall, and is part of every
+    estimate's memory term (seeds, scheduling.md, "Costs and interpretation").
     """
     total = int(graph.cost.sum())
     largest = int(graph.cost.max()) if graph.num_tasks else 0
     per_core = -(-total // target.cores)
+    baseline = baseline_demand(graph, target).service_ns
     return {
-        "interval_ns": max(largest, per_core),
+        "interval_ns": max(largest, per_core, baseline),
+        "compute_ns": max(largest, per_core),
         "largest_task_ns": largest,
         "work_per_core_ns": per_core,
+        "baseline_memory_ns": baseline,
     }

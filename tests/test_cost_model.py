@@ -9,6 +9,7 @@ in the comment above it.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,6 +43,8 @@ from raptor_cp.workload.model import (
     RowWindow,
     WindowKind,
     Workload,
+    lane_axis,
+    lane_rows,
 )
 from raptor_cp.workload.movement import concat_blocks, is_runtime_free, transpose_runs
 
@@ -80,9 +83,50 @@ def test_transposing_unit_dimensions_only_is_a_runtime_free_view() -> None:
 
 
 def test_transpose_keeping_the_innermost_dimension_copies_contiguous_runs() -> None:
-    # (2, 3, 4) -> (3, 2, 4): runs of 4 elements; lane rows [0, 1) of the 2 output rows
-    # hold 3 x 1 x 4 = 12 elements = 3 runs, not strided.
-    assert transpose_runs((2, 3, 4), (1, 0, 2), 0, 1) == (((3, 4),), False)
+    # (2, 3, 4) -> (3, 2, 4): the output's rows are runs of 4 elements, 6 in all.
+    # A lane of output row 0 holds x[0, :, :]: 12 elements contiguous in the source,
+    # one run.
+    assert transpose_runs((2, 3, 4), (1, 0, 2), 0, 2) == (((6, 4),), False)
+    assert transpose_runs((2, 3, 4), (1, 0, 2), 0, 1) == (((1, 12),), False)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (2, 1, 3, 4), (4, 1, 2, 3), (2, 3, 1, 1, 2)])
+def test_transpose_runs_are_the_lanes_maximal_contiguous_source_pieces(
+    shape: tuple[int, ...],
+) -> None:
+    # Against numpy: the source indices a lane copies, in destination order, split
+    # wherever the next index is not the previous one plus one. Lanes cut the lane
+    # axis (shape[-2], or the tokens of a sequence-first (T, 1, ...) layout).
+    source = np.arange(int(np.prod(shape))).reshape(shape)
+    checked = 0
+    for perm in itertools.permutations(range(len(shape))):
+        if is_runtime_free(shape, perm):
+            continue
+        moved = source.transpose(perm)
+        axis, rows = lane_axis(moved.shape), lane_rows(moved.shape)
+        assert axis is not None
+        for lo, hi in {(0, rows), (0, 1), (rows - 1, rows)}:
+            (blocks, strided) = transpose_runs(shape, perm, lo, hi)
+            read = moved[(slice(None),) * axis + (slice(lo, hi),)].ravel()
+            if strided:  # the innermost dimension moves: runs of it, gathered at a stride
+                ((count, run),) = blocks
+                assert count * run == read.size
+                steps = np.diff(read.reshape(count, run), axis=1)
+                assert np.all(steps == steps[0, 0]) and steps[0, 0] != 1
+                continue
+            pieces = 1 + int(np.count_nonzero(np.diff(read) != 1))
+            assert blocks == ((pieces, read.size // pieces),)
+            checked += 1
+    assert checked
+
+
+def test_concat_blocks_follow_a_sequence_first_lane_axis() -> None:
+    # (5, 1, 8) and (5, 1, 4) joined on the last axis into (5, 1, 12): the lane axis
+    # is the 5 tokens, so lane rows [1, 3) copy 2 blocks of 8 and 2 blocks of 4.
+    assert concat_blocks([(5, 1, 8), (5, 1, 4)], 2, 1, 3) == (((2, 8),), ((2, 4),))
+    # Joined on the tokens into (7, 1, 4): rows [4, 7) are 1 row of the first input
+    # and 2 of the second, each row one block of 4 elements per input row.
+    assert concat_blocks([(5, 1, 4), (2, 1, 4)], 0, 4, 7) == (((1, 4),), ((1, 8),))
 
 
 def test_transpose_moving_the_innermost_dimension_is_strided() -> None:

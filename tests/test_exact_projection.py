@@ -25,6 +25,8 @@ from raptor_cp.workload.model import (
     OpKind,
     ViewKind,
     Workload,
+    lane_axis,
+    lane_rows,
 )
 from raptor_cp.workload.onnx_reader import read_onnx
 from raptor_cp.workload.projection import (
@@ -70,27 +72,40 @@ def reads_into(graph: ComputeGraph, consumer: str) -> list[tuple[str, int]]:
 # -- the index arithmetic, against numpy's own --------------------------------------
 
 
-@pytest.mark.parametrize("shape", [(5,), (4, 6), (2, 3, 4), (2, 1, 3, 4)])
+def rows_of(tensor: np.ndarray, first: int, last: int) -> np.ndarray:
+    """Rows ``[first, last)`` of ``tensor`` along its lane axis, by numpy slicing."""
+    axis = lane_axis(tensor.shape)
+    if axis is None:
+        return tensor
+    return tensor[(slice(None),) * axis + (slice(first, last),)]
+
+
+# Shapes whose lane axis is shape[-2], and sequence-first ones whose unit
+# shape[-2] is skipped (lane axis 0 of (3, 1, 4), 1 of (2, 3, 1, 1, 2)).
+SHAPES = [(4, 6), (2, 3, 4), (2, 1, 3, 4), (3, 1, 4), (2, 3, 1, 1, 2)]
+
+
+@pytest.mark.parametrize("shape", [(5,), *SHAPES])
 def test_row_reads_are_the_elements_of_the_rows(shape: tuple[int, ...]) -> None:
     flat = np.arange(int(np.prod(shape))).reshape(shape)
-    rows = shape[-2] if len(shape) >= 2 else 1
+    rows = lane_rows(shape)
     for first, last in [(0, rows), (0, 1), (rows - 1, rows)]:
-        expected = flat[..., first:last, :] if len(shape) >= 2 else flat
+        expected = rows_of(flat, first, last)
         assert row_reads(shape, first, last).tolist() == expected.ravel().tolist()
         assert read_size(shape, first, last) == expected.size
         assert set(lane_rows_of(expected.ravel(), shape).tolist()) <= set(range(first, last))
 
 
-@pytest.mark.parametrize("shape", [(2, 3), (2, 3, 4), (2, 1, 3, 4)])
+@pytest.mark.parametrize("shape", [(2, 3), *SHAPES[1:]])
 def test_transposed_reads_are_what_numpy_transpose_puts_in_the_rows(
     shape: tuple[int, ...],
 ) -> None:
     flat = np.arange(int(np.prod(shape))).reshape(shape)
     for perm in itertools.permutations(range(len(shape))):
         moved = flat.transpose(perm)
-        rows = moved.shape[-2]
+        rows = lane_rows(moved.shape)
         for lo, hi in [(0, rows), (0, 1), (rows - 1, rows)]:
-            expected = moved[..., lo:hi, :].ravel().tolist()
+            expected = rows_of(moved, lo, hi).ravel().tolist()
             assert transposed_reads(shape, perm, lo, hi).tolist() == expected
 
 
@@ -189,14 +204,26 @@ def test_the_onnx_reader_marks_views_flat_or_take() -> None:
 
 
 def test_vit_attention_reads_its_qkv_projection_once() -> None:
-    # ViT's QKV transpose (one lane: its output's lane axis is a unit axis) feeds
-    # Q, K and V's transposes through Squeeze, Gather and Reshape views. Each of
-    # its elements is read by exactly one of them, so its out-edges carry its
-    # output once (453,888 B), not once per reading lane (268 MB before).
+    # ViT's QKV transpose (one lane per token of its (3, 197, 1, 1, 768) output)
+    # feeds Q, K and V's transposes through Squeeze, Gather and Reshape views.
+    # Each of its elements is read by exactly one of them, so its out-edges carry
+    # its output once (453,888 B), not once per reading lane (268 MB when it was
+    # one task read through unproven views).
     workload = read_onnx(MODELS / "vit_b16_1layer.onnx")
     graph = lower(workload, GenericTarget(168))
     qkv = graph.operation_names.index("/layers/layers.0/attn/Transpose_1")
     tasks = np.flatnonzero(graph.operation == qkv)
-    assert tasks.size == 1
+    assert tasks.size == 197
     out = np.isin(graph.edge_src, tasks)
     assert int(graph.edge_bytes[out].sum()) == int(graph.output_bytes[tasks].sum()) == 453_888
+
+
+def test_vit_qkv_projection_has_a_lane_per_token_reading_its_token() -> None:
+    # Sequence-first (197, 1, 768): the lane axis is the tokens. The input is a FLAT
+    # view of the (1, 197, 768) LayerNorm output, element order unchanged, so QKV
+    # lane r (token r) reads exactly LayerNorm lane r's 768 B.
+    graph = lower(read_onnx(MODELS / "vit_b16_1layer.onnx"), GenericTarget(168), lanes=197)
+    norm = "/layers/layers.0/n1/LayerNormalization"
+    for lane in range(197):
+        reads = reads_into(graph, f"/layers/layers.0/attn/MatMul/l{lane}/ag0.0")
+        assert reads == [(f"{norm}/l{lane}", 768)]

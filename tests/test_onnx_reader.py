@@ -12,7 +12,16 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from raptor_cp.errors import InvalidInputError, UnsupportedOperatorError
-from raptor_cp.workload.model import ALL_ROWS, SAME_ROWS, OpKind, RowWindow, WindowKind
+from raptor_cp.workload.model import (
+    ALL_ROWS,
+    SAME_ROWS,
+    OpKind,
+    RowWindow,
+    WindowKind,
+    lane_axis,
+    lane_rows,
+    rows_align,
+)
 from raptor_cp.workload.onnx_graph import FOLD_LIMIT
 from raptor_cp.workload.onnx_reader import read_onnx
 
@@ -185,7 +194,8 @@ def test_vit_static_matmuls_and_transposed_gemms_are_weighted() -> None:
     names = read_onnx(_model_path("vit_b16_1layer")).by_name()
     qkv = names["/layers/layers.0/attn/MatMul"]
     assert (qkv.weight_height, qkv.weight_width, qkv.output_shape) == (768, 2304, (197, 1, 2304))
-    assert (qkv.rows, qkv.mvm_per_row, qkv.windows) == (1, 197, (SAME_ROWS,))
+    # Sequence-first (197, 1, 2304): the lane axis skips the unit batch for the tokens.
+    assert (qkv.rows, qkv.mvm_per_row, qkv.windows) == (197, 1, (SAME_ROWS,))
     out_proj = names["/layers/layers.0/attn/Gemm"]  # transB=1, weight reached through Identity
     assert (out_proj.weight_height, out_proj.weight_width, out_proj.mvm_per_row) == (768, 768, 1)
     head = names["/head/Gemm"]
@@ -467,3 +477,18 @@ def test_a_transpose_of_unit_dimensions_stays_a_free_view(tmp_path: pathlib.Path
     ops = read_onnx(path).by_name()
     assert (ops["swap"].kind, ops["swap"].perm) == (OpKind.TRANSPOSE, (0, 2, 1, 3))
     assert ops["unit"].kind is OpKind.VIEW
+
+
+def test_lane_axis_skips_a_unit_axis_outside_images() -> None:
+    assert lane_axis((1, 64, 56, 56)) == 2  # NCHW: rows of H
+    assert lane_axis((1, 512, 1, 1)) == 2  # a pooled image keeps H: one row, not 512
+    assert lane_axis((1, 3, 1, 8)) == 2  # every 4-D tensor keeps H
+    assert lane_axis((197, 1, 2304)) == 0  # sequence-first: the tokens
+    assert lane_axis((3, 197, 1, 1, 768)) == 1  # the nearest longer axis before
+    assert lane_axis((1, 1, 768)) == 1  # nothing longer before it: shape[-2] stays
+    assert (lane_axis((1, 768)), lane_axis((768,))) == (0, None)
+    assert (lane_rows((197, 1, 2304)), lane_rows((768,))) == (197, 1)
+    assert rows_align((197, 1, 768), (197, 1, 2304))
+    # (197, 768) broadcast against (197, 1, 768) pairs its rows with the unit axis.
+    assert not rows_align((197, 768), (197, 1, 768))
+    assert rows_align((1, 1, 768), (1, 512, 1, 1))  # one row each: the whole tensor

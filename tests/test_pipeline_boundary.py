@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from raptor_cp.graph import SCALAR_PROJECTION, ComputeGraph
+from raptor_cp.bounds import interval_lower_bound
+from raptor_cp.graph import SCALAR_PROJECTION, BaselineMemory, ComputeGraph
 from raptor_cp.pipeline.boundary import boundary_demand, controller_prices, publication_bytes
 from raptor_cp.targets.generic import GenericTarget
 from raptor_cp.targets.registry import resolve_target
@@ -137,3 +138,20 @@ def test_range_memory_sums_to_the_boundary_demand_of_every_partition() -> None:
         demand = boundary_demand(graph, target, np.array(stage), len(bounds) - 1)
         total = sum(sum(memory(a, b)) for a, b in itertools.pairwise(bounds))
         assert total == demand.service_ns > 0, cuts
+
+
+def test_the_interval_bound_includes_the_baseline_memory_service() -> None:
+    # Every generation loads its inputs and constants through the controller,
+    # wherever the boundaries fall: 40 baseline loads of 768 B on arch-a cost more
+    # than the 7 unit tasks spread over 168 cores.
+    chip = resolve_target("arch-a")
+    read, _ = controller_prices(chip)
+    loads = BaselineMemory(
+        np.arange(40, dtype=np.int64) % 7,
+        np.full(40, 768, dtype=np.int64),
+        np.zeros(40, dtype=bool),
+    )
+    bound = interval_lower_bound(replace(_graph(), baseline=loads), chip)
+    assert bound["baseline_memory_ns"] == 40 * read(768) > bound["compute_ns"] == 1
+    assert bound["interval_ns"] == bound["baseline_memory_ns"]
+    assert interval_lower_bound(_graph(), chip)["interval_ns"] == 1

@@ -91,7 +91,7 @@ from raptor_cp.workload.model import (
     ViewKind,
     WindowKind,
     Workload,
-    lane_rows,
+    rows_align,
 )
 from raptor_cp.workload.movement import concat_blocks, transpose_runs
 from raptor_cp.workload.projection import (
@@ -399,10 +399,9 @@ class _Lowering:
         block's share.
         """
         for shape in op.constants:
-            rows = lane_rows(shape)
             elements = math.prod(shape)
-            if len(shape) >= 2 and rows == op.rows:
-                elements = elements // rows * (hi - lo)
+            if len(shape) >= 2 and rows_align(shape, op.output_shape):
+                elements = elements // op.rows * (hi - lo)
             bits = elements * op.bits
             for task, width in zip(publishers, widths, strict=True):
                 share = _ceil_div(bits * width, sum(widths))

@@ -4,15 +4,19 @@ Every reader (ONNX, PIMCOMP-NN node lists, raptor JSON, STG) produces a `Workloa
 lowering turns it into a `ComputeGraph` for one target. Nothing here knows about
 crossbars, cores or nanoseconds.
 
-Rows are the *lane axis*: the dimension that lanes chunk. For a tensor of rank
->= 2 it is ``shape[-2]`` (H of NCHW, tokens of ``[1, T, D]`` and of attention's
-``[1, heads, T, d]``, the batch of ``[N, D]``); a rank <= 1 tensor is one row.
+Rows are the *lane axis*: the dimension that lanes chunk (`lane_axis`). For a
+tensor of rank >= 2 it is ``shape[-2]`` (H of NCHW, tokens of ``[1, T, D]`` and
+of attention's ``[1, heads, T, d]``, the batch of ``[N, D]``), except that a
+unit ``shape[-2]`` outside a 4-D image is skipped for the nearest longer axis
+before it: the tokens of the sequence-first ``[T, 1, D]`` layout that
+``nn.MultiheadAttention`` exports. A rank <= 1 tensor is one row.
 """
 
 from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from raptor_cp.errors import InvalidInputError
@@ -96,9 +100,50 @@ SAME_ROWS = RowWindow(WindowKind.SAME)
 ALL_ROWS = RowWindow(WindowKind.ALL)
 
 
-def lane_rows(shape: tuple[int, ...]) -> int:
-    """Extent of the lane axis of a tensor shape (see the module docstring)."""
-    return int(shape[-2]) if len(shape) >= 2 else 1
+def lane_axis(shape: Sequence[int]) -> int | None:
+    """The lane axis of a tensor shape (non-negative), None below rank 2.
+
+    ``shape[-2]``, unless it is a unit axis of a tensor that is not 4-D: then the
+    nearest axis before it longer than one, if any. A 4-D tensor keeps ``H``
+    whatever its extent, because convolutions and pools cut NCHW images by rows.
+    Without the skip, a ``[197, 1, 2304]`` projection would be one row: one task
+    holding the whole tensor.
+
+    >>> lane_axis((1, 64, 56, 56)), lane_axis((197, 1, 2304)), lane_axis((1, 512, 1, 1))
+    (2, 0, 2)
+    """
+    rank = len(shape)
+    if rank < 2:
+        return None
+    if shape[-2] == 1 and rank != 4:
+        for axis in range(rank - 3, -1, -1):
+            if shape[axis] > 1:
+                return axis
+    return rank - 2
+
+
+def lane_rows(shape: Sequence[int]) -> int:
+    """Extent of the lane axis of a tensor shape (1 below rank 2)."""
+    axis = lane_axis(shape)
+    return 1 if axis is None else int(shape[axis])
+
+
+def rows_align(a: Sequence[int], b: Sequence[int]) -> bool:
+    """Whether row ``r`` of shape ``a`` lines up with row ``r`` of shape ``b``.
+
+    The lane axes have the same extent and, unless that is one row, the same
+    position counted from the last axis (broadcasting aligns shapes on the right).
+
+    >>> rows_align((197, 1, 768), (197, 1, 2304)), rows_align((197, 768), (197, 1, 768))
+    (True, False)
+    """
+    rows = lane_rows(a)
+    if rows != lane_rows(b):
+        return False
+    axis_a, axis_b = lane_axis(a), lane_axis(b)
+    return rows == 1 or (
+        axis_a is not None and axis_b is not None and len(a) - axis_a == len(b) - axis_b
+    )
 
 
 @dataclass(frozen=True)

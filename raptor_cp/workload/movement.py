@@ -4,25 +4,25 @@ The seeds charge data movement at its actual run granularity (scheduling.md,
 "Costs and interpretation": "Transposes charge memory traffic and strided
 vector work; concatenation charges per-input blocks per outer row";
 scheduling-implementation.md, "Transfer accounting and transpose costs").
-This module says which runs one lane (output rows ``[lo, hi)`` of the lane
-axis ``r - 2``, `raptor_cp.workload.model`) copies, as ``(count, elements)``
+This module says which runs one lane (output rows ``[lo, hi)`` of the output's
+lane axis, `raptor_cp.workload.model.lane_axis`) copies, as ``(count, elements)``
 pairs; the target prices them (`raptor_cp.targets.base.MoveWork`).
 
-* **Transpose** (`transpose_runs`): a *run* is the longest destination-contiguous
-  piece that is also contiguous in the source: the output's trailing dimensions
-  that the permutation leaves in place. When the innermost dimension moves, the
-  source stride is not one and the run is the innermost dimension, gathered
-  through the vector unit (``strided``). Unit dimensions are ignored; a
+* **Transpose** (`transpose_runs`): a *run* is the longest piece of the lane's
+  output that is contiguous in the source too: the lane's trailing dimensions
+  whose source strides chain (each the product of the extents inside it). When
+  the innermost dimension moves, the source stride is not one and the run is
+  the innermost dimension, gathered through the vector unit (``strided``).
+  Unit dimensions, and the lane axis cut to one row, are ignored; a
   permutation that only moves unit dimensions is runtime-free (a view,
   `is_runtime_free`).
 * **Concatenation** (`concat_blocks`): each input contributes one contiguous block
   per *outer row* (the index over the dimensions before the axis). A lane cuts the
   lane axis: along an axis before it, every block splits into per-row-range pieces;
   along the lane axis itself, an input contributes only its rows inside the lane;
-  along the last axis, the outer rows are the lane's rows.
+  along an axis after it, the lane's rows select its blocks.
 
-Lane-axis conventions are those of `raptor_cp.workload.model.lane_rows` (the
-lane axis is ``shape[-2]``, a rank <= 1 tensor is one row). Complexity
+A rank <= 1 tensor is one row. Complexity
 ``O(A D)`` for ``A`` inputs of rank ``D``, constant auxiliary space beyond
 the result (the seeds' "Concat cost extraction").
 """
@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+
+from raptor_cp.workload.model import lane_axis
 
 Blocks = tuple[tuple[int, int], ...]
 """``(count, elements)`` pairs: ``count`` runs of ``elements`` elements each."""
@@ -66,29 +68,24 @@ def transpose_runs(
     >>> transpose_runs((1, 12, 197, 64), (0, 1, 3, 2), 0, 64)  # K^T: innermost moves
     (((768, 197),), True)
     """
-    rank = len(perm)
     out = [int(input_shape[p]) for p in perm]
-    rows = out[-2] if rank >= 2 else 1
-    share = hi - lo
-    lane_elements = math.prod(out) // rows * share
-    kept = [i for i in range(rank) if out[i] != 1]
-    if not kept:
-        return ((1, lane_elements),), False
-    source = [perm[i] for i in kept]
-    strided = source[-1] != max(source)
-    # The run: the output's trailing non-unit dims taken in place from the input's
-    # trailing non-unit dims (strided: the innermost non-unit dim alone).
-    length = 1
-    if not strided:
-        order = sorted(source)
-        while length < len(source) and source[-length - 1] == order[-length - 1]:
-            length += 1
-    run_dims = kept[-length:]
-    run = math.prod(out[i] for i in run_dims)
-    if rank >= 2 and rank - 2 in run_dims:
-        # The lane axis lies inside the run: the lane copies its share of every run.
-        run = run // rows * share
-    return ((lane_elements // run, run),), strided
+    axis = lane_axis(out)
+    if axis is not None:
+        out[axis] = hi - lo
+    strides = [math.prod(int(d) for d in input_shape[p + 1 :]) for p in perm]
+    # The lane's box in destination order, unit dimensions dropped: (extent, source stride).
+    dims = [(extent, stride) for extent, stride in zip(out, strides, strict=True) if extent != 1]
+    elements = math.prod(out)
+    if not dims:
+        return ((1, elements),), False
+    run, stride = dims[-1]
+    if stride != 1:
+        return ((elements // run, run),), True
+    for extent, stride in reversed(dims[:-1]):
+        if stride != run:
+            break
+        run *= extent
+    return ((elements // run, run),), False
 
 
 def concat_blocks(
@@ -105,23 +102,27 @@ def concat_blocks(
     (((2, 4),), ((2, 2),))
     >>> concat_blocks([(1, 2, 8), (1, 3, 8)], 1, 1, 4)  # the lane axis: rows 1-2, 2-3
     (((1, 8),), ((1, 16),))
+    >>> concat_blocks([(5, 1, 8), (5, 1, 4)], 2, 0, 2)  # lane axis 0 of (5, 1, 12)
+    (((2, 8),), ((2, 4),))
     """
-    rank = len(input_shapes[0])
     share = hi - lo
     found: list[Blocks] = []
-    if rank < 2:
+    output_shape = list(input_shapes[0])
+    output_shape[axis] = sum(shape[axis] for shape in input_shapes)
+    row_axis = lane_axis(output_shape)
+    if row_axis is None:
         return tuple(((1, math.prod(s)),) for s in input_shapes)
-    row_axis = rank - 2
     offset = 0
     for shape in input_shapes:
         outer = math.prod(shape[:axis])
-        if axis == rank - 1:
-            found.append(((outer // shape[row_axis] * share, shape[-1]),))
+        row = math.prod(shape[row_axis + 1 :])
+        if row_axis < axis:
+            found.append(((outer // shape[row_axis] * share, math.prod(shape[axis:])),))
         elif axis == row_axis:
             first, last = max(lo, offset), min(hi, offset + shape[axis])
-            found.append(((outer, (last - first) * shape[-1]),) if last > first else ())
+            found.append(((outer, (last - first) * row),) if last > first else ())
             offset += shape[axis]
         else:
             pieces = outer * math.prod(shape[axis:row_axis])
-            found.append(((pieces, share * shape[-1]),))
+            found.append(((pieces, share * row),))
     return tuple(found)

@@ -19,7 +19,7 @@ rows depend on input rows) and drops the rest:
   than a crossbar weight) are recorded per operation (`Operation.constants`) for
   the baseline memory estimate.
 
-Rows are the lane axis ``shape[-2]`` (`raptor_cp.workload.model`); a window says
+Rows are the lane axis (`raptor_cp.workload.model.lane_axis`); a window says
 which input rows an output row reads.
 
 References
@@ -47,7 +47,9 @@ from raptor_cp.workload.model import (
     ViewKind,
     WindowKind,
     Workload,
+    lane_axis,
     lane_rows,
+    rows_align,
 )
 from raptor_cp.workload.movement import is_runtime_free
 from raptor_cp.workload.onnx_graph import (
@@ -335,9 +337,7 @@ class _Lowering:
             )
         sa, sb, so = self.shape(a), self.shape(b), self.shape(output)
         # A's rows are the output rows when both operands are matrices and A is not transposed.
-        row_aligned = (
-            len(sa) >= 2 and len(sb) >= 2 and not trans_a and lane_rows(sa) == lane_rows(so)
-        )
+        row_aligned = len(sa) >= 2 and len(sb) >= 2 and not trans_a and rows_align(sa, so)
         a_window = SAME_ROWS if row_aligned else ALL_ROWS
         if b not in self.graph.static:
             # Activation x activation: every output element is K multiply-accumulates.
@@ -365,11 +365,12 @@ class _Lowering:
             weight=b,
         )
 
-    def _rows_reduced(self, node: onnx.NodeProto, rank: int) -> bool:
-        """Whether a normalisation reduces over the row axis (then every row needs all rows)."""
-        row_axis = rank - 2
-        if rank < 2:
+    def _rows_reduced(self, node: onnx.NodeProto, shape: Shape) -> bool:
+        """Whether a normalisation reduces over the lane axis (then every row needs all rows)."""
+        row_axis = lane_axis(shape)
+        if row_axis is None:
             return False
+        rank = len(shape)
         if node.op_type in ("Softmax", "LogSoftmax"):
             axis = int(_attribute(node, "axis", -1 if self.opset >= 13 else 1)) % rank
             return axis == row_axis if self.opset >= 13 else axis <= row_axis
@@ -381,10 +382,9 @@ class _Lowering:
         """Vector work over each output row; a broadcast operand with other rows is read whole."""
         so = self.shape(output)
         inputs = self._activations(node)
-        reduced = self._rows_reduced(node, len(so))
+        reduced = self._rows_reduced(node, so)
         windows = tuple(
-            SAME_ROWS if not reduced and lane_rows(self.shape(x)) == lane_rows(so) else ALL_ROWS
-            for x in inputs
+            SAME_ROWS if not reduced and rows_align(self.shape(x), so) else ALL_ROWS for x in inputs
         )
         return _Lowered(
             OpKind.VECTOR,
@@ -430,8 +430,12 @@ class _Lowering:
         perm = tuple(int(p) for p in _attribute(node, "perm", range(len(shape))[::-1]))
         if is_runtime_free(shape, perm):
             return self._view(node, output)
-        rank = len(shape)
-        same = perm[rank - 2] == rank - 2 and lane_rows(shape) == lane_rows(self.shape(output))
+        output_axis, output_shape = lane_axis(self.shape(output)), self.shape(output)
+        same = (
+            output_axis is not None
+            and perm[output_axis] == lane_axis(shape)
+            and lane_rows(shape) == lane_rows(output_shape)
+        )
         return _Lowered(
             OpKind.TRANSPOSE,
             (source,),
@@ -445,22 +449,24 @@ class _Lowering:
 
         Along the lane axis an input's rows are shifted by the rows before it (a
         kernel-1 sliding window with that offset as padding); along any other axis
-        the rows line up (SAME).
+        the rows line up (SAME) unless the input's lane axis is another one (ALL).
         """
         inputs = [x for x in node.input if x]
         shapes = tuple(self.shape(x) for x in inputs)
+        output_shape = self.shape(output)
         rank = len(shapes[0])
         axis = int(_attribute(node, "axis", 0)) % rank
+        row_axis = lane_axis(output_shape)
         windows: list[RowWindow] = []
         offset = 0
         for x, shape in zip(inputs, shapes, strict=True):
             if x not in self.graph.static:
-                if rank < 2:
+                if row_axis is None:
                     windows.append(ALL_ROWS)
-                elif axis == rank - 2:
+                elif axis == row_axis:
                     windows.append(RowWindow(WindowKind.SLIDING, pad=offset))
                 else:
-                    windows.append(SAME_ROWS)
+                    windows.append(SAME_ROWS if rows_align(shape, output_shape) else ALL_ROWS)
             offset += shape[axis]
         return _Lowered(
             OpKind.CONCAT,
@@ -489,8 +495,7 @@ class _Lowering:
             taken = self._taken(node)
             if taken is not None:
                 view, (axis, index) = ViewKind.TAKE, taken
-                rank = len(self.shape(node.input[0]))
-                if rank >= 2 and axis == rank - 2:
+                if axis == lane_axis(self.shape(node.input[0])):
                     window = RowWindow(WindowKind.SLIDING, stride=0, pad=-index)
         return _Lowered(
             OpKind.VIEW,

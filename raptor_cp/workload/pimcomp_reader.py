@@ -50,7 +50,9 @@ from raptor_cp.workload.model import (
     ViewKind,
     WindowKind,
     Workload,
+    lane_axis,
     lane_rows,
+    rows_align,
 )
 
 _VIEW_OPS = ("OP_DROPOUT", "OP_FLATTEN", "OP_RESHAPE", "OP_SHUFFLE")
@@ -243,7 +245,7 @@ def _row_elements(shape: tuple[int, ...]) -> int:
 
 def _same_or_all(source: tuple[int, ...], output: tuple[int, ...]) -> RowWindow:
     """SAME where input and output have the same rows, else ALL (broadcast, reshaped rows)."""
-    return SAME_ROWS if lane_rows(source) == lane_rows(output) else ALL_ROWS
+    return SAME_ROWS if rows_align(source, output) else ALL_ROWS
 
 
 def _same_elements(node: _Node, act: _Input) -> None:
@@ -474,10 +476,10 @@ def _concat(node: _Node, acts: list[_Input], statics: list[_Input], bits: int) -
         if name in {a.name for a in acts}:
             if rank < 2:
                 windows.append(ALL_ROWS)
-            elif axis == rank - 2:
+            elif axis == lane_axis(node.output_shape):
                 windows.append(RowWindow(WindowKind.SLIDING, pad=offset))
             else:
-                windows.append(SAME_ROWS)
+                windows.append(_same_or_all(shape, node.output_shape))
         offset += shape[axis]
     return Operation(
         node.name,

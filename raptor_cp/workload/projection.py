@@ -27,6 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from raptor_cp.workload.model import lane_axis, lane_rows
+
 EXACT_ELEMENTS = 1 << 22
 """Most elements one read is projected exactly (32 MiB of int64 indices)."""
 
@@ -48,10 +50,11 @@ def _box(extents: Sequence[tuple[int, int]], strides: Sequence[int]) -> np.ndarr
 
 
 def _rows_box(shape: Sequence[int], first: int, last: int) -> list[tuple[int, int]]:
-    """Every axis whole except the lane axis (``shape[-2]``), cut to ``[first, last)``."""
+    """Every axis whole except the lane axis (`lane_axis`), cut to ``[first, last)``."""
     extents = [(0, int(d)) for d in shape]
-    if len(shape) >= 2:
-        extents[-2] = (first, last)
+    axis = lane_axis(shape)
+    if axis is not None:
+        extents[axis] = (first, last)
     return extents
 
 
@@ -66,8 +69,7 @@ def row_reads(shape: Sequence[int], first: int, last: int) -> np.ndarray:
 
 def read_size(shape: Sequence[int], first: int, last: int) -> int:
     """How many elements `row_reads` (and `transposed_reads`) return, without building them."""
-    rows = int(shape[-2]) if len(shape) >= 2 else 1
-    return math.prod(int(d) for d in shape) // rows * (last - first)
+    return math.prod(int(d) for d in shape) // lane_rows(shape) * (last - first)
 
 
 def transposed_reads(
@@ -99,7 +101,13 @@ def taken_source(
 
 
 def lane_rows_of(flat: np.ndarray, shape: Sequence[int]) -> np.ndarray:
-    """The lane-axis row (``shape[-2]``; 0 below rank 2) of each flat index."""
-    if len(shape) < 2:
+    """The lane-axis row (`lane_axis`; 0 below rank 2) of each flat index.
+
+    >>> lane_rows_of(np.array([0, 2, 3, 5]), (2, 1, 3)).tolist()  # the lane axis is axis 0
+    [0, 0, 1, 1]
+    """
+    axis = lane_axis(shape)
+    if axis is None:
         return np.zeros_like(flat)
-    return (flat // int(shape[-1])) % int(shape[-2])
+    inner = math.prod(int(d) for d in shape[axis + 1 :])
+    return (flat // inner) % int(shape[axis])
