@@ -492,3 +492,25 @@ def test_lane_axis_skips_a_unit_axis_outside_images() -> None:
     # (197, 768) broadcast against (197, 1, 768) pairs its rows with the unit axis.
     assert not rows_align((197, 768), (197, 1, 768))
     assert rows_align((1, 1, 768), (1, 512, 1, 1))  # one row each: the whole tensor
+
+
+def test_windows_read_inputs_whole_when_their_lane_axes_differ(tmp_path: pathlib.Path) -> None:
+    # a (5, 1, 4): lane axis 0 (5 tokens); b (5, 2, 4) and the (5, 3, 4) join: axis 1.
+    # Joined along axis 1, b's rows shift by a's one row, but a's rows are not the
+    # output's: a is read whole. Adding a to itself keeps its rows.
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="a"),
+        helper.make_node("Relu", ["y"], ["b"], name="b"),
+        helper.make_node("Concat", ["a", "b"], ["cat"], name="cat", axis=1),
+        helper.make_node("Add", ["a", "a"], ["sum"], name="sum"),
+    ]
+    path = _save(
+        tmp_path / "m.onnx",
+        nodes,
+        [_float("x", [5, 1, 4]), _float("y", [5, 2, 4])],
+        [_float("cat"), _float("sum")],
+    )
+    ops = read_onnx(path).by_name()
+    assert (ops["a"].rows, ops["b"].rows, ops["cat"].rows) == (5, 2, 3)
+    assert ops["cat"].windows == (ALL_ROWS, RowWindow(WindowKind.SLIDING, pad=1))
+    assert ops["sum"].windows == (SAME_ROWS, SAME_ROWS)

@@ -449,7 +449,8 @@ class _Lowering:
 
         Along the lane axis an input's rows are shifted by the rows before it (a
         kernel-1 sliding window with that offset as padding); along any other axis
-        the rows line up (SAME) unless the input's lane axis is another one (ALL).
+        the rows line up (SAME). An input whose lane axis is another one is read
+        whole (ALL).
         """
         inputs = [x for x in node.input if x]
         shapes = tuple(self.shape(x) for x in inputs)
@@ -461,12 +462,12 @@ class _Lowering:
         offset = 0
         for x, shape in zip(inputs, shapes, strict=True):
             if x not in self.graph.static:
-                if row_axis is None:
+                if row_axis is None or lane_axis(shape) != row_axis:
                     windows.append(ALL_ROWS)
                 elif axis == row_axis:
                     windows.append(RowWindow(WindowKind.SLIDING, pad=offset))
                 else:
-                    windows.append(SAME_ROWS if rows_align(shape, output_shape) else ALL_ROWS)
+                    windows.append(SAME_ROWS)
             offset += shape[axis]
         return _Lowered(
             OpKind.CONCAT,

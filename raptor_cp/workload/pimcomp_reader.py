@@ -474,12 +474,12 @@ def _concat(node: _Node, acts: list[_Input], statics: list[_Input], bits: int) -
     offset = 0
     for name, shape in zip(node.providers, ordered, strict=True):
         if name in {a.name for a in acts}:
-            if rank < 2:
+            if rank < 2 or lane_axis(shape) != lane_axis(node.output_shape):
                 windows.append(ALL_ROWS)
             elif axis == lane_axis(node.output_shape):
                 windows.append(RowWindow(WindowKind.SLIDING, pad=offset))
             else:
-                windows.append(_same_or_all(shape, node.output_shape))
+                windows.append(SAME_ROWS)
         offset += shape[axis]
     return Operation(
         node.name,
