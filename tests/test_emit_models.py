@@ -4,9 +4,10 @@ The round trip is ``compile --emit DIR`` followed by ``raptor-cp periodic DIR``:
 the program read back from the written files must reproduce the compile's
 prediction of it within 2 %. vgg16, vit_b16, alexnet and pimsyn_msra_A need
 more crossbars than arch-a has (docs/benchmarks.md) and are left out;
-vit_b16_1layer fits the crossbars but not the local memory: one attention task
-reads 2.7 MB, and the backend rejects it. The small models run in the default
-suite, the others are marked slow.
+vit_b16_1layer round-trips in latency mode only, as its pipeline selection
+alone takes minutes (docs/benchmarks.md, "Nineteenth pass", where pimsim-nn
+runs both of its programs). The small models run in the default suite, the
+others are marked slow.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ SHIPPED = [
     pytest.param(model, mode, id=f"{model.parent.name}-{model.stem}-{name}")
     for model in LARGE
     for mode, name in zip(MODES, ["latency", "pipeline"], strict=True)
-]
+] + [pytest.param(DATA / "models" / "vit_b16_1layer.onnx", [], id="models-vit_b16_1layer-latency")]
 
 
 @pytest.mark.slow
@@ -62,15 +63,3 @@ SHIPPED = [
 def test_shipped_model_round_trips(model: Path, mode: list[str], tmp_path: Path) -> None:
     trip = round_trip(model, mode, tmp_path)
     assert trip["holds"] is True, trip
-
-
-@pytest.mark.slow
-def test_a_task_larger_than_local_memory_is_a_backend_rejection(tmp_path: Path) -> None:
-    model = DATA / "models" / "vit_b16_1layer.onnx"
-    args = ["compile", str(model), "--out", str(tmp_path / "out"), "--emit", str(tmp_path / "e")]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 2
-    error = result.stderr.splitlines()[-1]
-    assert error.startswith("error: core ") and ": local memory exhausted at " in error
-    assert "1048576 available" in error
-    assert not (tmp_path / "e").exists()
