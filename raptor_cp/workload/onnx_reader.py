@@ -422,15 +422,16 @@ class _Lowering:
     def _transpose(self, node: onnx.NodeProto, output: str) -> _Lowered:
         """A permutation that moves data, or a view when it only moves unit dimensions.
 
-        Output row ``r`` reads input row ``r`` when the lane axis stays in place,
-        otherwise every input row.
+        Output row ``r`` reads input row ``r`` when the output's lane axis is the
+        input's lane axis moved, otherwise every input row.
         """
         (source,) = self._activations(node)
         shape = self.shape(source)
         perm = tuple(int(p) for p in _attribute(node, "perm", range(len(shape))[::-1]))
         if is_runtime_free(shape, perm):
             return self._view(node, output)
-        output_axis, output_shape = lane_axis(self.shape(output)), self.shape(output)
+        output_shape = self.shape(output)
+        output_axis = lane_axis(output_shape)
         same = (
             output_axis is not None
             and perm[output_axis] == lane_axis(shape)
