@@ -506,10 +506,9 @@ class _Lowering:
         found: list[Fragment] = []
         for name, window in zip(op.inputs, op.windows, strict=True):
             exact = None
-            if op.kind is OpKind.TRANSPOSE and window.kind is WindowKind.ALL:
-                source = op.move_shapes[0]
-                if read_size([source[p] for p in op.perm], lo, hi) <= EXACT_ELEMENTS:
-                    exact = self.traced(name, transposed_reads(source, op.perm, lo, hi))
+            moved = op.kind is OpKind.TRANSPOSE and window.kind is WindowKind.ALL
+            if moved and read_size(op.output_shape, lo, hi) <= EXACT_ELEMENTS:
+                exact = self.traced(name, transposed_reads(op.move_shapes[0], op.perm, lo, hi))
             found += self.input_fragments(name, window, lo, hi) if exact is None else exact
         return found
 

@@ -33,6 +33,7 @@ import math
 from collections.abc import Sequence
 
 from raptor_cp.workload.model import lane_axis
+from raptor_cp.workload.projection import row_major_strides
 
 Blocks = tuple[tuple[int, int], ...]
 """``(count, elements)`` pairs: ``count`` runs of ``elements`` elements each."""
@@ -72,7 +73,8 @@ def transpose_runs(
     axis = lane_axis(out)
     if axis is not None:
         out[axis] = hi - lo
-    strides = [math.prod(int(d) for d in input_shape[p + 1 :]) for p in perm]
+    source_strides = row_major_strides(input_shape)
+    strides = [source_strides[p] for p in perm]
     # The lane's box in destination order, unit dimensions dropped: (extent, source stride).
     dims = [(extent, stride) for extent, stride in zip(out, strides, strict=True) if extent != 1]
     elements = math.prod(out)

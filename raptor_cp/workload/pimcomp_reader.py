@@ -470,13 +470,14 @@ def _concat(node: _Node, acts: list[_Input], statics: list[_Input], bits: int) -
             f"providers {[list(s) for s in ordered]} do not concatenate along axis {axis} "
             f"into output_dim {list(node.output_shape)}"
         )
+    row_axis = lane_axis(node.output_shape)
     windows: list[RowWindow] = []
     offset = 0
     for name, shape in zip(node.providers, ordered, strict=True):
         if name in {a.name for a in acts}:
-            if rank < 2 or lane_axis(shape) != lane_axis(node.output_shape):
+            if row_axis is None or lane_axis(shape) != row_axis:
                 windows.append(ALL_ROWS)
-            elif axis == lane_axis(node.output_shape):
+            elif axis == row_axis:
                 windows.append(RowWindow(WindowKind.SLIDING, pad=offset))
             else:
                 windows.append(SAME_ROWS)

@@ -33,8 +33,12 @@ EXACT_ELEMENTS = 1 << 22
 """Most elements one read is projected exactly (32 MiB of int64 indices)."""
 
 
-def _strides(shape: Sequence[int]) -> list[int]:
-    """Row-major element strides of ``shape``."""
+def row_major_strides(shape: Sequence[int]) -> list[int]:
+    """Row-major element strides of ``shape``.
+
+    >>> row_major_strides((2, 3, 4))
+    [12, 4, 1]
+    """
     strides = [1] * len(shape)
     for axis in range(len(shape) - 2, -1, -1):
         strides[axis] = strides[axis + 1] * int(shape[axis + 1])
@@ -64,7 +68,7 @@ def row_reads(shape: Sequence[int], first: int, last: int) -> np.ndarray:
     >>> row_reads((2, 3, 2), 1, 2).tolist()  # row 1 of both outer blocks
     [2, 3, 8, 9]
     """
-    return _box(_rows_box(shape, first, last), _strides(shape))
+    return _box(_rows_box(shape, first, last), row_major_strides(shape))
 
 
 def read_size(shape: Sequence[int], first: int, last: int) -> int:
@@ -83,7 +87,7 @@ def transposed_reads(
     [0, 3]
     """
     output_shape = [int(input_shape[p]) for p in perm]
-    strides = _strides(input_shape)
+    strides = row_major_strides(input_shape)
     return _box(_rows_box(output_shape, lo, hi), [strides[p] for p in perm])
 
 
