@@ -71,7 +71,7 @@ def measure(prepared: Prepared, schedule: Schedule, stage: np.ndarray) -> tuple[
     candidates) and single pass of a realized schedule, in ms."""
     graph, target = prepared.graph, prepared.target
     events, realization = pipeline_events(graph, target, schedule, stage)
-    baseline = baseline_demand(graph, target).service_ns
+    baseline = baseline_demand(graph, target, schedule.core).service_ns
     cost = target.estimate_realized_schedule_cost(realization.cores, graph.name, False, baseline)
     passes = single_pass(events, dependency_finish(events))
     assert cost.estimate_ns is not None and passes.latency_ns is not None, cost.reasons

@@ -121,11 +121,14 @@ def interval_lower_bound(graph: ComputeGraph, target: SchedulingTarget) -> dict[
     `raptor_cp.pipeline.baseline`) is paid through the memory controller by
     every generation wherever the stage boundaries fall, and is part of every
     estimate's memory term (seeds, scheduling.md, "Costs and interpretation").
+    Its least value is every task on one core: each piece loaded once (loads
+    fold per core, `BaselineMemory.first_loads`), so no placement pays less.
     """
     total = int(graph.cost.sum())
     largest = int(graph.cost.max()) if graph.num_tasks else 0
     per_core = -(-total // target.cores)
-    baseline = baseline_demand(graph, target).service_ns
+    one_core = np.zeros(graph.num_tasks, dtype=np.int64)
+    baseline = baseline_demand(graph, target, one_core).service_ns
     return {
         "interval_ns": max(largest, per_core, baseline),
         "compute_ns": max(largest, per_core),

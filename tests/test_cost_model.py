@@ -264,7 +264,8 @@ def test_a_target_without_complete_step_timing_gives_an_unavailable_report() -> 
 
 def test_inputs_constants_and_outputs_supply_the_baseline_requests() -> None:
     # x (4 rows x 6, 8-bit) is read by a's two lanes (12 B each); b reads a constant of
-    # shape (6, 4) with b's rows: 12 B per lane; b's lanes are the outputs (12 B each).
+    # shape (6, 4) with b's rows: 12 B per lane, and a broadcast one of shape (4,):
+    # 4 B per lane, the same piece; b's lanes are the outputs (12 B each).
     workload = _transpose_workload()
     ops = list(workload.operations)
     ops[3] = replace(ops[3], constants=((6, 4), (4,)))
@@ -283,9 +284,18 @@ def test_inputs_constants_and_outputs_supply_the_baseline_requests() -> None:
         ("b/l0", 4, False), ("b/l0", 12, False), ("b/l0", 12, True),
         ("b/l1", 4, False), ("b/l1", 12, False), ("b/l1", 12, True),
     ]  # fmt: skip
+    shared = base.piece[base.nbytes == 4]
+    assert shared.size == 2 and shared[0] == shared[1]
+    assert np.unique(base.piece).size == base.requests - 1
     # Generic targets have no memory-controller price: the demand counts, costs 0.
-    demand = baseline_demand(graph, MoveTarget(2))
-    assert (demand.loads, demand.stores, demand.service_ns) == (6, 2, 0)
+    # On two cores each lane of b loads the broadcast piece; on one core it is loaded once.
+    b_lanes = np.asarray([graph.names.index(f"b/l{lane}") for lane in range(2)])
+    apart = np.zeros(graph.num_tasks, dtype=np.int64)
+    apart[b_lanes[1]] = 1
+    demand = baseline_demand(graph, MoveTarget(2), apart)
+    assert (demand.loads, demand.folded_loads, demand.stores, demand.service_ns) == (6, 0, 2, 0)
+    together = baseline_demand(graph, MoveTarget(2), np.zeros(graph.num_tasks, dtype=np.int64))
+    assert (together.loads, together.folded_loads, together.load_bytes) == (5, 1, 4 * 12 + 4)
 
 
 def test_the_interval_memory_term_includes_the_baseline_service() -> None:

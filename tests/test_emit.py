@@ -350,8 +350,12 @@ def test_a_pipeline_program_runs_two_generations_on_two_copies(
     stage = plan.task_stage(graph.num_tasks)
     _, realization = pipeline_events(graph, problem.target, plan.schedule, stage)
     items = with_baseline(graph, pipeline_items(graph, realization))
+    piece = graph.baseline.piece.tolist()
     stored = {
-        global_key(i) for core in unrolled(items, 2) for i in core if i.kind is ItemKind.STORE
+        global_key(i, piece)
+        for core in unrolled(items, 2)
+        for i in core
+        if i.kind is ItemKind.STORE
     }
     publications = {k for k in stored if k[0] == "publication"}
     assert publications and {k[2] for k in publications} == {0, 1}

@@ -146,12 +146,14 @@ def test_the_interval_bound_includes_the_baseline_memory_service() -> None:
     # than the 7 unit tasks spread over 168 cores.
     chip = resolve_target("arch-a")
     read, _ = controller_prices(chip)
-    loads = BaselineMemory(
-        np.arange(40, dtype=np.int64) % 7,
-        np.full(40, 768, dtype=np.int64),
-        np.zeros(40, dtype=bool),
-    )
+    tasks, sizes, reads = np.arange(40) % 7, np.full(40, 768), np.zeros(40, dtype=bool)
+    loads = BaselineMemory(tasks, sizes, reads, np.arange(40))
     bound = interval_lower_bound(replace(_graph(), baseline=loads), chip)
     assert bound["baseline_memory_ns"] == 40 * read(768) > bound["compute_ns"] == 1
     assert bound["interval_ns"] == bound["baseline_memory_ns"]
     assert interval_lower_bound(_graph(), chip)["interval_ns"] == 1
+    # Reads of one piece fold on a core, so the bound counts each piece once: no
+    # placement loads it fewer times.
+    shared = BaselineMemory(tasks, sizes, reads, np.arange(40) % 4)
+    bound = interval_lower_bound(replace(_graph(), baseline=shared), chip)
+    assert bound["baseline_memory_ns"] == 4 * read(768)

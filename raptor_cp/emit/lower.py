@@ -61,6 +61,7 @@ buffers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,7 +145,9 @@ def lower_program(
     chip = target.config.chip
     rounds = unrolled(items, copies)
     registers = _event_registers(rounds)
-    global_address, global_bytes = _global_layout(rounds, chip.global_memory.data_width)
+    global_address, global_bytes = _global_layout(
+        rounds, chip.global_memory.data_width, graph.baseline.piece.tolist()
+    )
     untimed = target.step_timing().untimed_operations
     lowering = _Lowering(graph, target, global_address, untimed)
     cores: dict[int, CoreProgram] = {}
@@ -182,24 +185,27 @@ def _event_registers(items: CoreItems) -> dict[int, dict[int, int]]:
 
 
 GlobalKey = tuple[str, int, int]
-"""What a LOAD or STORE addresses: ("publication", producer, copy) or ("baseline", request, 0)."""
+"""What a LOAD or STORE addresses: ("publication", producer, copy) or ("baseline", piece, 0)."""
 
 
-def global_key(item: Item) -> GlobalKey:
-    """The `GlobalKey` of a STORE or of a baseline LOAD."""
+def global_key(item: Item, piece: Sequence[int]) -> GlobalKey:
+    """The `GlobalKey` of a STORE or of a baseline LOAD: a baseline request addresses its
+    piece (``piece``: `BaselineMemory.piece`), which every core reading it loads."""
     if item.request >= 0:
-        return ("baseline", item.request, 0)
+        return ("baseline", piece[item.request], 0)
     return ("publication", item.task, item.copy)
 
 
-def _global_layout(items: CoreItems, width: int) -> tuple[dict[GlobalKey, int], int]:
-    """Global address of every publication and baseline request, in order of first use."""
+def _global_layout(
+    items: CoreItems, width: int, piece: Sequence[int]
+) -> tuple[dict[GlobalKey, int], int]:
+    """Global address of every publication and baseline piece, in order of first use."""
     address: dict[GlobalKey, int] = {}
     top = 0
     for core_items in items:
         for item in core_items:
             if item.kind is ItemKind.STORE or (item.kind is ItemKind.LOAD and item.request >= 0):
-                key = global_key(item)
+                key = global_key(item, piece)
                 if key not in address:
                     address[key] = top
                     top += -(-max(item.nbytes, 1) // width) * width
@@ -281,6 +287,13 @@ class _Lowering:
         self.nbytes = graph.edge_bytes.tolist()
         self.out_edges = [graph.successor_edges(t).tolist() for t in range(graph.num_tasks)]
         self.in_edges = [graph.predecessor_edges(t).tolist() for t in range(graph.num_tasks)]
+        base = graph.baseline
+        self.piece = base.piece.tolist()
+        self.read_pieces: dict[int, list[int]] = {}
+        """The baseline pieces each task reads (its core loads each once, `with_baseline`)."""
+        reads = ~base.write
+        for task, piece in zip(base.task[reads].tolist(), base.piece[reads].tolist(), strict=True):
+            self.read_pieces.setdefault(task, []).append(piece)
 
     # -- sizes -------------------------------------------------------------------
 
@@ -327,7 +340,6 @@ class _Lowering:
             sizes[name] = nbytes
 
         inputs: dict[int, list[str]] = {}
-        loaded: dict[int, list[str]] = {}
         for p, item in enumerate(items):
             kind = item.kind
             if kind is ItemKind.TASK:
@@ -341,14 +353,12 @@ class _Lowering:
                         names.append(f"out:{self.src[e]}")
                     else:
                         raise AssertionError(f"edge {e} reaches core {c} by no transfer")
-                names += loaded.get(t, [])
+                names += [f"base:{piece}" for piece in self.read_pieces.get(t, ())]
                 for name in names:
                     use(name, p, sizes.get(name, 0))
                 inputs[t] = names
             elif kind is ItemKind.LOAD and item.request >= 0:
-                name = f"base:{item.request}"
-                use(name, p, item.nbytes)
-                loaded.setdefault(item.task, []).append(name)
+                use(f"base:{self.piece[item.request]}", p, item.nbytes)
             elif kind in (ItemKind.SEND, ItemKind.STORE):
                 producer = self.src[item.edge] if kind is ItemKind.SEND else item.task
                 use(f"out:{producer}", p, self.output_bytes(producer))
@@ -390,14 +400,18 @@ class _Lowering:
                 stream.emit(RECV, rd=R_TRANSFER, core=item.peer, size=item.nbytes)
             elif kind in (ItemKind.LOAD, ItemKind.STORE):
                 where = (
-                    self.global_address[global_key(item)]
+                    self.global_address[global_key(item, self.piece)]
                     if item.request >= 0 or (kind is ItemKind.STORE)
                     else self.global_address[("publication", self.src[item.edge], item.copy)]
                 )
                 stream.load(R_GLOBAL, where >> 32)
                 stream.load(R_GLOBAL + 1, where & 0xFFFFFFFF)
                 if kind is ItemKind.LOAD:
-                    local = f"base:{item.request}" if item.request >= 0 else f"in:{item.edge}"
+                    local = (
+                        f"base:{self.piece[item.request]}"
+                        if item.request >= 0
+                        else f"in:{item.edge}"
+                    )
                     stream.load(R_TRANSFER, address[local])
                     stream.emit(LD, rd=R_TRANSFER, rs1=R_GLOBAL, size=item.nbytes)
                 else:

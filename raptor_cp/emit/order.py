@@ -157,14 +157,18 @@ def in_copy(item: Item, copy: int, copies: int) -> Item:
 def with_baseline(graph: ComputeGraph, items: CoreItems) -> CoreItems:
     """``items`` with the graph's baseline requests placed around their tasks.
 
-    A read (a network input or constant) is a LOAD right before the task's first
-    item, a write (an output) a STORE right after its last (scheduling.md:
-    inputs, constants and output collection "are included through their
-    emitted instructions"). ``O(I + B)`` for ``B`` requests.
+    A read (a network input or constant) is a LOAD right before the first item
+    of the first task on its core that reads its piece; the core's later readers
+    of that piece use the same buffer (load folding, `BaselineMemory.first_loads`,
+    which the selection's baseline demand counts the same way). A write (an
+    output) is a STORE right after its task's last item (scheduling.md: inputs,
+    constants and output collection "are included through their emitted
+    instructions"). ``O(I + B)`` for ``B`` requests.
     """
     baseline = graph.baseline
     reads: dict[int, list[Item]] = {}
     writes: dict[int, list[Item]] = {}
+    pieces = baseline.piece.tolist()
     columns = (baseline.task.tolist(), baseline.nbytes.tolist(), baseline.write.tolist())
     requests = zip(*columns, strict=True)
     for i, (task, nbytes, write) in enumerate(requests):
@@ -178,10 +182,14 @@ def with_baseline(graph: ComputeGraph, items: CoreItems) -> CoreItems:
         last = {item.task: p for p, item in enumerate(core_items) if item.kind is ItemKind.TASK}
         placed: list[Item] = []
         seen: set[int] = set()
+        loaded: set[int] = set()
         for p, item in enumerate(core_items):
             if item.kind is ItemKind.TASK and item.task not in seen:
                 seen.add(item.task)
-                placed += reads.get(item.task, [])
+                for load in reads.get(item.task, ()):
+                    if pieces[load.request] not in loaded:
+                        loaded.add(pieces[load.request])
+                        placed.append(load)
             placed.append(item)
             if item.kind is ItemKind.TASK and last[item.task] == p:
                 placed += writes.get(item.task, [])

@@ -96,8 +96,19 @@ def batch_graph(graph: ComputeGraph, batch: int) -> ComputeGraph:
             + np.repeat(np.arange(batch, dtype=np.int64) * n, base.requests),
             np.tile(base.nbytes, batch),
             np.tile(base.write, batch),
+            _batch_pieces(base.piece, batch),
         ),
     )
+
+
+def _batch_pieces(piece: np.ndarray, batch: int) -> np.ndarray:
+    """Baseline pieces of ``batch`` copies: each copy is another inference, so no copy
+    shares a piece with another (`raptor_cp.graph.BaselineMemory`)."""
+    if not piece.size:
+        return piece
+    shifted = piece - piece.min()
+    span = int(shifted.max()) + 1
+    return np.concatenate([shifted + k * span for k in range(batch)])
 
 
 def lowering_key(workload: Workload, target: ExchangeTarget, lanes: int) -> tuple[object, ...]:

@@ -13,7 +13,8 @@ assembly
    (`StagePlacer.timing`, consistent with the dependencies) and gives every
    core its stage (-1 idle);
 4. prices the cross-stage boundary demand (`boundary_demand`) and the baseline
-   demand of function inputs, constants and outputs (`baseline_demand`).
+   demand of function inputs, constants and outputs (`baseline_demand`, each
+   core loading a shared piece once).
 
 The plan's *analytic interval proxy* is the maximum of three terms, each
 reported on its own: the largest per-core work (serial compute plus incident
@@ -191,15 +192,17 @@ def plan_of_placements(
     stages = tuple(stages)
     orders: list[list[int]] = [[] for _ in range(target.cores)]
     start = np.zeros(graph.num_tasks, dtype=np.int64)
+    core_of_task = np.zeros(graph.num_tasks, dtype=np.int64)
     for placement in placements:
         core = dict(zip(placement.tasks, placement.cores, strict=True))
         for t in placement.timing.sequence:
             orders[core[t]].append(t)
             start[t] = placement.timing.start_ns[t]
+            core_of_task[t] = core[t]
     stage_of_core = layout.stage_of_core(target.cores)
     task_stage = task_stages(placements, graph.num_tasks)
     boundary = boundary_demand(graph, target, task_stage, len(stages))
-    baseline = baseline_demand(graph, target)
+    baseline = baseline_demand(graph, target, core_of_task)
     estimate = IntervalEstimate(
         core_work_ns=max(p.timing.demand_ns for p in placements),
         stage_span_ns=max(p.timing.span_ns for p in placements),

@@ -50,7 +50,10 @@ its projected fragments from global memory (one request per fragment); the
 publishing tasks of an operation load their lane's share of each of its
 constants (the whole constant when it is broadcast over the rows); and the
 publishing tasks of every operation no other operation reads (the function
-outputs) store their fragments.
+outputs) store their fragments. Every lane reading a broadcast constant reads
+the same *piece* (one per operation, constant and column block), which a core
+loads once whatever number of its tasks read it (`BaselineMemory.first_loads`);
+any other request is a piece of its own.
 
 Costs are priced once per distinct work description by the target. Capacity is
 not checked here: callers run `ComputeGraph.validate` with the target's
@@ -308,8 +311,12 @@ class _Lowering:
         self.dst: list[int] = []
         self.nbytes: list[int] = []
         self.kind: list[int] = []
-        self.memory: list[tuple[int, int, bool]] = []
-        """Baseline requests: (task, bytes, write)."""
+        self.memory: list[tuple[int, int, bool, int]] = []
+        """Baseline requests: (task, bytes, write, piece)."""
+        self.pieces: dict[tuple[str, int, int], int] = {}
+        """The piece of each broadcast constant's column block: (operation, constant, block)."""
+        self.unshared = 0
+        """Pieces read by one request only, counted down from -1 (`baseline_request`)."""
         self.prices: dict[Work, int] = {}
         self.projected: dict[tuple[str, int, int], list[Fragment]] = {}
         """Fragments behind rows [a, b) of an input, memoised: ALL windows repeat them."""
@@ -372,7 +379,7 @@ class _Lowering:
         for producer, bits, scalar in fragments:
             nbytes = _ceil_div(bits, 8)
             if producer == GLOBAL:
-                self.memory.append((consumer, nbytes, False))
+                self.baseline_request(consumer, nbytes, write=False)
                 continue
             self.src.append(producer)
             self.dst.append(consumer)
@@ -395,17 +402,30 @@ class _Lowering:
         """Baseline loads of ``op``'s constants for output rows ``[lo, hi)``.
 
         A constant with the operation's rows is read in its lane's share, any other
-        whole; with several column blocks (``widths``) each publisher loads its
-        block's share.
+        whole, as a piece every lane shares; with several column blocks
+        (``widths``) each publisher loads its block's share.
         """
-        for shape in op.constants:
+        for k, shape in enumerate(op.constants):
             elements = math.prod(shape)
-            if len(shape) >= 2 and rows_align(shape, op.output_shape):
+            laned = len(shape) >= 2 and rows_align(shape, op.output_shape)
+            if laned:
                 elements = elements // op.rows * (hi - lo)
             bits = elements * op.bits
-            for task, width in zip(publishers, widths, strict=True):
-                share = _ceil_div(bits * width, sum(widths))
-                self.memory.append((task, _ceil_div(share, 8), False))
+            for block, (task, width) in enumerate(zip(publishers, widths, strict=True)):
+                share = _ceil_div(_ceil_div(bits * width, sum(widths)), 8)
+                piece = (
+                    None if laned else self.pieces.setdefault((op.name, k, block), len(self.pieces))
+                )
+                self.baseline_request(task, share, write=False, piece=piece)
+
+    def baseline_request(
+        self, task: int, nbytes: int, write: bool, piece: int | None = None
+    ) -> None:
+        """Record a baseline request of ``task``; without ``piece`` it is a piece of its own."""
+        if piece is None:
+            self.unshared -= 1
+            piece = self.unshared
+        self.memory.append((task, nbytes, write, piece))
 
     # -- dependencies ----------------------------------------------------------
 
@@ -636,7 +656,7 @@ class _Lowering:
             for publisher, lo, hi, _ in self.sources(op.name, 0, op.rows):
                 for task, bits, _ in publisher.fragments(lo, hi):
                     if task != GLOBAL:
-                        self.memory.append((task, _ceil_div(bits, 8), True))
+                        self.baseline_request(task, _ceil_div(bits, 8), write=True)
 
     # -- result ----------------------------------------------------------------
 
@@ -684,6 +704,7 @@ class _Lowering:
                 np.asarray([m[0] for m in memory], dtype=np.int64),
                 np.asarray([m[1] for m in memory], dtype=np.int64),
                 np.asarray([m[2] for m in memory], dtype=bool),
+                np.asarray([m[3] for m in memory], dtype=np.int64),
             ),
             work=tuple(self.work),
         )
