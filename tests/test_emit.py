@@ -78,6 +78,28 @@ def emitted(result: flows.CompileResult) -> EmittedProgram:
     return result.program
 
 
+def test_a_core_loads_each_shared_constant_once() -> None:
+    # LeNet-5's convolution lanes read their bias whole: one piece per operation,
+    # which some of the 8 cores read for several lanes. A latency program makes no
+    # boundary loads, so its `ld`s are the baseline loads left after folding, core
+    # by core, as the selection counts them.
+    from raptor_cp.pipeline.baseline import baseline_demand
+    from raptor_cp.targets.pim.isa import LD
+
+    result = flows.compile_latency(flows.prepare(LENET, "arch-a", cores=8), emit=True)
+    graph, target = result.prepared.graph, result.prepared.target
+    core = result.solution.schedule.core
+    base = graph.baseline
+    kept = base.first_loads(core)
+    loads = core[base.task[kept & ~base.write]]
+    expected = np.bincount(loads, minlength=target.cores)
+    program = emitted(result).lowered.cores
+    made = [int((program[c].op == LD).sum()) if c in program else 0 for c in range(target.cores)]
+    assert made == expected.tolist()
+    demand = baseline_demand(graph, target, core)
+    assert demand.loads == sum(made) and demand.folded_loads > 0
+
+
 @pytest.mark.parametrize("fmt", ["json", "dir", "pim"])
 def test_every_format_reads_back_as_the_emitted_instructions(
     lenet_latency: flows.LatencyResult, tmp_path: Path, fmt: str

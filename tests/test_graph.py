@@ -10,7 +10,7 @@ import pytest
 
 from raptor_cp.bounds import critical_path_ns, lower_bounds
 from raptor_cp.errors import InvalidInstanceError
-from raptor_cp.graph import ComputeGraph
+from raptor_cp.graph import BaselineMemory, ComputeGraph
 from raptor_cp.targets.base import UNLIMITED_CAPACITY
 from raptor_cp.targets.generic import GenericTarget
 
@@ -101,6 +101,24 @@ def test_dangling_edge_source_is_rejected() -> None:
 def test_edge_arrays_of_different_lengths_are_rejected() -> None:
     with pytest.raises(InvalidInstanceError, match=re.escape("g: edge arrays differ in length")):
         graph([1, 1], [(0, 1)], [1, 2]).validate()
+
+
+@pytest.mark.parametrize(
+    ("sizes", "writes", "why"),
+    [
+        ([4, 8], [False, False], "are not two reads of one size (4 and 8 bytes)"),
+        ([4, 4], [False, True], "are not two reads of one size (4 and 4 bytes)"),
+    ],
+)
+def test_a_shared_baseline_piece_is_read_whole_by_every_request(
+    sizes: list[int], writes: list[bool], why: str
+) -> None:
+    # Requests of one piece read the same bytes: a core loads them once.
+    shared = BaselineMemory(np.array([0, 1]), np.array(sizes), np.array(writes), np.array([7, 7]))
+    with pytest.raises(InvalidInstanceError, match=re.escape(f"share piece 7 but {why}")):
+        graph([1, 1], baseline=shared).validate()
+    apart = BaselineMemory(np.array([0, 1]), np.array(sizes), np.array(writes), np.array([6, 7]))
+    graph([1, 1], baseline=apart).validate()
 
 
 def test_cost_count_must_match_tasks() -> None:
