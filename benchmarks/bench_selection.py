@@ -230,7 +230,8 @@ def table() -> None:
         "out); *latency* is `auto`'s makespan of one inference and *pass* its "
         "emitted program's single pass through the same queue engine (back-to-back "
         "latency schedules give one result per pass), so *prog/pass* compares two "
-        "programs; *bound* the interval lower bound (largest task, work / cores).",
+        "programs; *bound* the interval lower bound (largest task, work / cores, "
+        "baseline memory service with each constant loaded once).",
         "",
         "| model | target | depth | tasks | latency | pass | bound | initial | 1-stage "
         "| selected | program | sel/bound | sel/pass | prog/pass | stages (budgets) | evals "
