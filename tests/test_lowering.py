@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -230,6 +230,31 @@ def test_column_blocks_publish_their_share_of_each_row() -> None:
     ]
     assert graph.payload_bits.tolist() == [4] * 6
     assert graph.output_bytes.tolist() == [6, 2, 6, 2, 8, 8]
+
+
+def test_a_broadcast_bias_is_one_piece_per_column_block() -> None:
+    # The conv above with a (5,) bias (4-bit, 20 bits): blocks of 4 and 1 columns
+    # load ceil(20*4/5) = 16 bits = 2 B and 4 bits -> 1 B of it. Both lanes read
+    # each block's share: one piece per block, which a core loads once.
+    conv = weighted("conv", "x", SAME_ROWS, (1, 5, 2, 3), (2, 5), 3, bits=4)
+    workload = Workload("bias", (source("x", (1, 2, 2, 3)), replace(conv, constants=((5,),))))
+    graph = lower(workload, CrossbarTarget(per_core=2), lanes=2)
+    base = graph.baseline
+    shared = [p for p in set(base.piece.tolist()) if (base.piece == p).sum() > 1]
+    assert len(shared) == 2  # the input rows each lane reads are pieces of their own
+    bias = {
+        graph.names[t]: (n, p)
+        for t, n, p in zip(
+            base.task.tolist(), base.nbytes.tolist(), base.piece.tolist(), strict=True
+        )
+        if p in shared
+    }
+    assert {name: n for name, (n, _) in bias.items()} == {
+        "conv/l0/ag0.0": 2, "conv/l0/ag0.1": 1, "conv/l1/ag0.0": 2, "conv/l1/ag0.1": 1,
+    }  # fmt: skip
+    assert bias["conv/l0/ag0.0"][1] == bias["conv/l1/ag0.0"][1]
+    assert bias["conv/l0/ag0.1"][1] == bias["conv/l1/ag0.1"][1]
+    assert bias["conv/l0/ag0.0"][1] != bias["conv/l0/ag0.1"][1]
 
 
 def test_views_collapse_onto_their_sources() -> None:
