@@ -182,6 +182,48 @@ def test_convergence_needs_two_agreeing_windows() -> None:
     assert run.interval_ns == 4.0
 
 
+def three_generation_cycle(drifting: bool = False) -> EventGraph:
+    """Events 0 -> 1 -> 2 -> 0 on core 0, each edge one generation back (1, 2 and 4 ns):
+    each generation's circuit closes at another event, so from generation 1 on the
+    lengths repeat 4, 2, 1 ns (cyclicity 3). ``drifting`` adds event 3 on core 1, a
+    self-loop of 2 ns: it never ends a generation, but it finishes each one earlier
+    relative to the generation's end (2k ns against about 7k/3)."""
+    edges = [(0, 1, 1, 1), (1, 2, 2, 1), (2, 0, 4, 1)]
+    if not drifting:
+        return events_of(3, edges, [0, 0, 0], [NO_RESOURCE] * 3, [0] * 3, 1)
+    return events_of(4, [*edges, (3, 3, 2, 1)], [0, 0, 0, 1], [NO_RESOURCE] * 4, [0] * 4, 2)
+
+
+def test_a_run_that_repeats_a_cycle_of_three_generations_converges() -> None:
+    events = three_generation_cycle()
+    run = run_queue(events)
+    lengths = np.diff(run.generation_ends).tolist()
+    assert lengths == [4, 2, 1] * 3
+    # Two-generation windows never agree within 1 % (sums of 6, 3 and 5 ns, in turn) ...
+    ends = np.asarray(run.generation_ends)
+    windows = ends[2:] - ends[:-2]
+    early, late = windows[:-2], windows[2:]
+    assert (abs(late - early) > 0.01 * np.maximum(early, late)).all()
+    # ... but generation 9 closes the cycle twice: generations 4-9 repeat 1-6 exactly.
+    assert (run.status, run.window_generations, run.generations) == (STATUS_CONVERGED, 3, 10)
+    assert run.interval_ns == pytest.approx(7 / 3)
+    assert run.interval_ns == pytest.approx(
+        float(maximum_cycle_ratio(events.recurrence_graph).ratio)
+    )
+    assert list(run.generation_ends) == reference_ends(events, False, run.generations)
+
+
+def test_a_cycle_proves_recurrence_only_when_every_event_repeats() -> None:
+    # The generation lengths repeat 4, 2, 1 as before, but event 3 drifts within them:
+    # no state recurs, and the run goes on past generation 9 until its event bound.
+    run = run_queue(three_generation_cycle(drifting=True))
+    assert np.diff(run.generation_ends).tolist() == [4, 2, 1] * 10
+    assert (run.status, run.window_generations) == (STATUS_UNAVAILABLE, None)
+    assert run.reason == (
+        "processed-event bound 128 = 16(V+E) reached after 31 generation(s) without convergence"
+    )
+
+
 def test_generation_bound_makes_the_run_unavailable() -> None:
     run = run_queue(ping_pong(), max_generations=4)
     assert run.status == STATUS_UNAVAILABLE

@@ -76,6 +76,35 @@ static const char *ARRAY_NAMES[NUM_ARRAYS] = {
     "in_distance", "resource", "service", "core", "free_start", "free_resource", "first", "gen",
     "waits"};
 
+/* An event's weight in a generation's fingerprint: splitmix64 of its index, odd. */
+static inline uint64_t event_mix(int64_t x) {
+    uint64_t z = (uint64_t)x + 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return (z ^ (z >> 31)) | 1;
+}
+
+/* The shortest cycle of `cycle > window` generations that generation `j` closes twice:
+ * each of the last 2 * cycle generations has the length and the fingerprinted shape (every
+ * event's completion relative to the generation's end) of the generation `cycle` before
+ * it. 0 when there is none. `print[i]` sums event_mix(x) * t(x, i) over the events and
+ * `mix_total` sums event_mix(x), so `print[i] - mix_total * ends[i]` fingerprints the
+ * offsets t(x, i) - ends[i]. O(j^2). */
+static int64_t repeating_cycle(const int64_t *ends, const uint64_t *print, uint64_t mix_total,
+                               int64_t j, int64_t window) {
+    for (int64_t cycle = window + 1; 3 * cycle <= j; cycle++) {
+        int64_t i = j;
+        for (; i > j - 2 * cycle; i--) {
+            const int64_t a = i - cycle;
+            if (ends[i] - ends[i - 1] != ends[a] - ends[a - 1] ||
+                print[i] - mix_total * (uint64_t)ends[i] != print[a] - mix_total * (uint64_t)ends[a])
+                break;
+        }
+        if (i == j - 2 * cycle) return cycle;
+    }
+    return 0;
+}
+
 static PyObject *run(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *objs[NUM_ARRAYS];
@@ -94,6 +123,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     Tokens tokens = {NULL, NULL, 0, -1, NULL, NULL};
     int64_t *missing = NULL, *arrival = NULL, *holder = NULL, *fifo_head = NULL,
             *fifo_tail = NULL, *fifo_next = NULL, *ends = NULL, *done = NULL;
+    uint64_t *print = NULL;
     char *busy = NULL;
     for (int i = 0; i < NUM_ARRAYS; i++) {
         p[i] = array_of(objs[i], &arrays[i], ARRAY_NAMES[i], i >= FIRST);
@@ -134,7 +164,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
     fifo_tail = malloc((size_t)num_resources * sizeof(int64_t));
     ends = malloc((size_t)(max_generations > 0 ? max_generations : 1) * sizeof(int64_t));
     done = calloc((size_t)(max_generations > 0 ? max_generations : 1), sizeof(int64_t));
-    if (!heap.items || !tokens.time || !tokens.next || !tokens.head || !tokens.tail || !missing ||
+    print = calloc((size_t)(max_generations > 0 ? max_generations : 1), sizeof(uint64_t));
+    if (!print || !heap.items || !tokens.time || !tokens.next || !tokens.head || !tokens.tail || !missing ||
         !arrival || !fifo_next || !busy || !holder || !fifo_head || !fifo_tail || !ends || !done) {
         PyErr_NoMemory();
         goto cleanup;
@@ -149,6 +180,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
         for (int64_t i = in_start[x]; i < in_start[x + 1]; i++) missing[x] += in_distance[i] == 0;
     }
     for (int64_t i = 0; i < max_generations * num_resources; i++) waits[i] = 0;
+    uint64_t mix_total = 0;
+    for (int64_t x = 0; x < n; x++) mix_total += event_mix(x);
 
 #define TIE(x) (reverse_ties ? n - 1 - (x) : (x))
 #define REST(x, g, phase) (((int64_t)(g) << gen_shift) | (TIE(x) << 1) | (phase))
@@ -166,7 +199,8 @@ static PyObject *run(PyObject *self, PyObject *args) {
     for (int64_t x = 0; x < n; x++)
         if (missing[x] == 0) SCHEDULE(x, 0);
 
-    int64_t processed = 0, num_ends = 0, converged = -1, max_wait = 0, capped = -1;
+    int64_t processed = 0, num_ends = 0, converged = -1, converged_window = 0, max_wait = 0,
+            capped = -1;
     while (processed < budget && heap.size > 0) {
         Key key = heap_pop(&heap);
         processed++;
@@ -193,6 +227,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
         /* x completes generation k: free what it holds, hand out its tokens. */
         const int64_t k = gen[x];
         if (k == 0) first[x] = now;
+        print[k] += event_mix(x) * (uint64_t)now;
         for (int64_t i = free_start[x]; i < free_start[x + 1]; i++) {
             const int64_t rr = free_resource[i];
             const int64_t y = fifo_head[rr];
@@ -238,6 +273,13 @@ static PyObject *run(PyObject *self, PyObject *args) {
                 const int64_t diff = late > early ? late - early : early - late;
                 if (100 * diff <= percent * (early > late ? early : late)) {
                     converged = j;
+                    converged_window = half;
+                    break;
+                }
+                const int64_t cycle = repeating_cycle(ends, print, mix_total, j, half);
+                if (cycle) {
+                    converged = j;
+                    converged_window = cycle;
                     break;
                 }
             }
@@ -272,8 +314,9 @@ static PyObject *run(PyObject *self, PyObject *args) {
         if (end_list == NULL) goto cleanup;
         for (int64_t j = 0; j < num_ends; j++)
             PyList_SET_ITEM(end_list, j, PyLong_FromLongLong(ends[j]));
-        result = Py_BuildValue("(LNLLLi)", (long long)converged, end_list, (long long)processed,
-                               (long long)max_wait, (long long)capped, heap.size > 0);
+        result = Py_BuildValue("(LLNLLLi)", (long long)converged, (long long)converged_window,
+                               end_list, (long long)processed, (long long)max_wait,
+                               (long long)capped, heap.size > 0);
     }
 
 cleanup:
@@ -293,6 +336,7 @@ cleanup:
     free(fifo_tail);
     free(ends);
     free(done);
+    free(print);
     return result;
 }
 
@@ -301,8 +345,8 @@ static PyMethodDef methods[] = {
      "run(out_start, out_edge, out_target, out_delay, out_distance, in_start, in_edge, "
      "in_distance, resource, service, core, free_start, free_resource, first, gen, waits, "
      "num_resources, memory, reverse_ties, max_generations, budget, window, percent) -> "
-     "(converged generation or -1, generation ends, processed, max memory wait, capped event "
-     "or -1, heap not empty)"},
+     "(converged generation or -1, generations per window, generation ends, processed, max "
+     "memory wait, capped event or -1, heap not empty)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_queue_core",

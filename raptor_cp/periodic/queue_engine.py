@@ -32,10 +32,27 @@ resource (scheduling.md, "Post-codegen instruction diagnostic"):
 Generation ``k`` ends when every event has completed it; with ``G(k)`` its end,
 the run converges at the first ``k >= 4`` where the adjacent two-generation
 windows ``G(k-2) - G(k-4)`` and ``G(k) - G(k-2)`` agree within one percent (the
-oracle's threshold) and reports their mean, ``(G(k) - G(k-4)) / 4``. Per-core
-queue waits (time queued events spent waiting for their resource, by the
-event's core) are averaged over those four body generations; the maximum
-memory-request wait covers every generation, bootstrap included.
+oracle's threshold) and reports their mean, ``(G(k) - G(k-4)) / 4``.
+
+A run may instead settle into a cycle of ``c > 2`` generations whose lengths
+differ by more than one percent, and two-generation windows never agree: ViT
+on ``pimcomp`` at depth 4 repeats 6.372, 7.026, 7.689, 6.387, 7.041 and
+7.709 ms to the nanosecond from its first generation (docs/benchmarks.md,
+"Twenty-first pass"). A max-plus system's generations become periodic after a
+transient with some cyclicity ``c`` (Baccelli et al., *Synchronization and
+Linearity*, 1992, ch. 3), and the one-percent test proves only ``c <= 2``. So
+the run also converges at the first ``k`` that closes a cycle of ``c``
+generations twice: each of the last ``2c`` generations repeats the one ``c``
+before it exactly, in length and in shape (every event's completion relative to
+its generation's end, compared by a 64-bit fingerprint that sums a fixed mix of
+each event's index times its completion). The run is then a shifted copy of
+itself: complete-state recurrence, stricter than the one-percent agreement. It
+reports the mean of the two cycles, ``(G(k) - G(k-2c)) / (2c)``, and
+``window_generations`` says which test passed (2, or ``c``). The one-percent test
+is tried first at each generation. Per-core queue waits (time queued events
+spent waiting for their resource, by the event's core) are averaged over the
+body generations of both windows; the maximum memory-request wait covers every
+generation, bootstrap included.
 
 Bounds: an event completes at most `MAX_GENERATIONS` generations and the run
 processes at most ``16 (V + E)`` heap events; when a bound (or a stall: events
@@ -94,6 +111,9 @@ class QueueRun:
         Why the run is unavailable (None when it converged).
     interval_ns:
         Mean generation interval over the two converged windows (None if unavailable).
+    window_generations:
+        Generations per window when the run converged: `WINDOW` by the one-percent
+        test, or the length of the cycle the run repeats exactly (None if unavailable).
     generation_ends:
         ``G(k)``, the completion time of each finished generation.
     processed_events:
@@ -109,6 +129,7 @@ class QueueRun:
     status: str
     reason: str | None
     interval_ns: float | None
+    window_generations: int | None
     generation_ends: tuple[int, ...]
     processed_events: int
     core_wait_ns: dict[int, float] | None
@@ -124,6 +145,7 @@ class QueueRun:
             "status": self.status,
             "reason": self.reason,
             "interval_ns": self.interval_ns,
+            "window_generations": self.window_generations,
             "generations": self.generations,
             "processed_events": self.processed_events,
             "core_wait_ns": None
@@ -165,6 +187,7 @@ class QueueEstimate:
             "alternative_tie_interval_ns": self.alternative_tie_interval_ns,
             "alternative_tie_status": self.reversed_run.status,
             "alternative_tie_reason": self.reversed_run.reason,
+            "alternative_tie_window_generations": self.reversed_run.window_generations,
         }
 
 
@@ -245,7 +268,7 @@ def _run(
     order = "reversed" if reverse_ties else "index"
     if n == 0:
         return QueueRun(
-            order, STATUS_UNAVAILABLE, "no events: every core is idle", None, (), 0, None, 0
+            order, STATUS_UNAVAILABLE, "no events: every core is idle", None, None, (), 0, None, 0
         )
     return _Simulation(network, reverse_ties, max_generations, budget).run(order)
 
@@ -338,7 +361,7 @@ class _Simulation:
     def run(self, order: str) -> QueueRun:
         """Run the compiled event loop once and read its outcome."""
         net = self.network
-        converged, ends, processed, max_wait, capped, pending = _queue_core.run(
+        converged, window, ends, processed, max_wait, capped, pending = _queue_core.run(
             net.out_start,
             net.out_edge,
             net.out_target,
@@ -366,7 +389,7 @@ class _Simulation:
         self.ends = ends
         self.capped = capped
         if converged >= 0:
-            return self._converged(order, converged, processed, max_wait)
+            return self._converged(order, converged, window, processed, max_wait)
         if pending:
             reason = (
                 f"processed-event bound {self.budget} = {EVENT_BUDGET_FACTOR}(V+E) reached "
@@ -375,18 +398,37 @@ class _Simulation:
             return self._unavailable(order, reason, processed, max_wait)
         return self._unavailable(order, self._stall_reason(), processed, max_wait)
 
-    def _converged(self, order: str, k: int, processed: int, max_wait: int) -> QueueRun:
-        interval = (self.ends[k] - self.ends[k - 2 * WINDOW]) / (2 * WINDOW)
-        body = self.waits[k - 2 * WINDOW + 1 : k + 1].sum(axis=0)
+    def _converged(
+        self, order: str, k: int, window: int, processed: int, max_wait: int
+    ) -> QueueRun:
+        span = 2 * window
+        interval = (self.ends[k] - self.ends[k - span]) / span
+        body = self.waits[k - span + 1 : k + 1].sum(axis=0)
         queued = np.unique(self.network.core[self.network.resource != NO_RESOURCE]).tolist()
-        waits = {c: int(body[c]) / (2 * WINDOW) for c in queued}
+        waits = {c: int(body[c]) / span for c in queued}
         return QueueRun(
-            order, STATUS_CONVERGED, None, interval, tuple(self.ends), processed, waits, max_wait
+            order,
+            STATUS_CONVERGED,
+            None,
+            interval,
+            window,
+            tuple(self.ends),
+            processed,
+            waits,
+            max_wait,
         )
 
     def _unavailable(self, order: str, reason: str, processed: int, max_wait: int) -> QueueRun:
         return QueueRun(
-            order, STATUS_UNAVAILABLE, reason, None, tuple(self.ends), processed, None, max_wait
+            order,
+            STATUS_UNAVAILABLE,
+            reason,
+            None,
+            None,
+            tuple(self.ends),
+            processed,
+            None,
+            max_wait,
         )
 
     def _describe(self, x: int) -> str:

@@ -117,6 +117,10 @@ def queue_schedule_cost(
         memory_service_ns=events.memory_service_ns + baseline_service_ns,
         generations=(estimate.run.generations, estimate.reversed_run.generations),
         events=events.num_events,
+        window_generations=(
+            estimate.run.window_generations,
+            estimate.reversed_run.window_generations,
+        ),
         wall_s=tuple(wall),
     )
     if reasons or not (recurrence(cost) if callable(recurrence) else recurrence):

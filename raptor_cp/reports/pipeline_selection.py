@@ -89,6 +89,7 @@ def queue_evidence(cost: RealizedScheduleCost) -> dict[str, object]:
         "core_work_ns": max(cost.core_work_ns, default=None),
         "memory_service_ns": cost.memory_service_ns,
         "generations": list(cost.generations),
+        "window_generations": list(cost.window_generations),
         "events": cost.events,
     }
 

@@ -311,6 +311,10 @@ class RealizedScheduleCost:
     """Generations each tie order ran (index, reversed)."""
     events: int
     """Events of the extracted graph (0 when none was built)."""
+    window_generations: tuple[int | None, int | None] = (None, None)
+    """Generations per convergence window of each tie order (index, reversed): 2 by the
+    one-percent test, or the length of an exactly repeating cycle
+    (`raptor_cp.periodic.queue_engine`); None where a run did not converge."""
     recurrence: RecurrenceGuidance | None = None
     """The critical recurrence, when asked for and proved."""
     recurrence_analysed: bool = False
