@@ -38,8 +38,8 @@ controller (docs/benchmarks.md, "Fifteenth pass", where the program loses).
 ``--generations N`` runs the queue engine on the split's programs in both tie
 orders for up to ``N`` generations with no bound on processed events (the
 selection's bound is ``16 (V + E)``) and prints each generation's length: it
-shows why a candidate's run does not converge (e.g. a regime that repeats
-every three generations, which two-generation windows never accept).
+shows why a candidate's run does not converge, or the cycle of generations it
+repeats (docs/benchmarks.md, "Twenty-first pass": six on ViT at depth 4).
 """
 
 from __future__ import annotations

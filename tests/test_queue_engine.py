@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from raptor_cp.cli.periodic import summary_lines
 from raptor_cp.errors import InvalidInstanceError, TimingUnavailableError
 from raptor_cp.periodic import DeadlockError, maximum_cycle_ratio
 from raptor_cp.periodic.analysis import (
@@ -211,6 +212,15 @@ def test_a_run_that_repeats_a_cycle_of_three_generations_converges() -> None:
         float(maximum_cycle_ratio(events.recurrence_graph).ratio)
     )
     assert list(run.generation_ends) == reference_ends(events, False, run.generations)
+
+
+def test_periodic_summary_names_the_cycle_a_run_repeats() -> None:
+    analysis = analyse_periodic(three_generation_cycle())
+    doc = {**periodic_document(analysis, source="s", target="t"), "instructions": 3}
+    assert doc["queue"]["window_generations"] == 3
+    assert doc["queue"]["alternative_tie_window_generations"] == 3
+    queue_line = next(line for line in summary_lines(doc) if line.startswith("queue:"))
+    assert queue_line.startswith("queue: 2.33333 ns after 10 generations, repeating a cycle of 3 (")
 
 
 def test_a_cycle_proves_recurrence_only_when_every_event_repeats() -> None:

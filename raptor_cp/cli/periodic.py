@@ -230,9 +230,11 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
         lines.append(f"interval estimate: {_ns(estimate['ns'])} (bound by {estimate['bound_by']})")
     queue = document["queue"]
     if queue["status"] == "converged":
+        cycle = queue["window_generations"]
+        repeating = f", repeating a cycle of {cycle}" if cycle > 2 else ""
         lines.append(
-            f"queue: {_ns(queue['interval_ns'])} after {queue['generations']} generations "
-            f"(reversed ties: {_ns(queue['alternative_tie_interval_ns'])}); "
+            f"queue: {_ns(queue['interval_ns'])} after {queue['generations']} generations"
+            f"{repeating} (reversed ties: {_ns(queue['alternative_tie_interval_ns'])}); "
             f"max memory-request wait {queue['max_request_wait_ns']} ns"
         )
     else:
