@@ -96,9 +96,9 @@ static int64_t repeating_cycle(const int64_t *ends, const uint64_t *print, uint6
         int64_t i = j;
         for (; i > j - 2 * cycle; i--) {
             const int64_t a = i - cycle;
-            if (ends[i] - ends[i - 1] != ends[a] - ends[a - 1] ||
-                print[i] - mix_total * (uint64_t)ends[i] != print[a] - mix_total * (uint64_t)ends[a])
-                break;
+            const uint64_t shape = print[i] - mix_total * (uint64_t)ends[i];
+            const uint64_t earlier = print[a] - mix_total * (uint64_t)ends[a];
+            if (ends[i] - ends[i - 1] != ends[a] - ends[a - 1] || shape != earlier) break;
         }
         if (i == j - 2 * cycle) return cycle;
     }
@@ -165,8 +165,9 @@ static PyObject *run(PyObject *self, PyObject *args) {
     ends = malloc((size_t)(max_generations > 0 ? max_generations : 1) * sizeof(int64_t));
     done = calloc((size_t)(max_generations > 0 ? max_generations : 1), sizeof(int64_t));
     print = calloc((size_t)(max_generations > 0 ? max_generations : 1), sizeof(uint64_t));
-    if (!print || !heap.items || !tokens.time || !tokens.next || !tokens.head || !tokens.tail || !missing ||
-        !arrival || !fifo_next || !busy || !holder || !fifo_head || !fifo_tail || !ends || !done) {
+    if (!heap.items || !tokens.time || !tokens.next || !tokens.head || !tokens.tail || !missing ||
+        !arrival || !fifo_next || !busy || !holder || !fifo_head || !fifo_tail || !ends || !done ||
+        !print) {
         PyErr_NoMemory();
         goto cleanup;
     }
