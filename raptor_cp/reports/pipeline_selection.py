@@ -13,9 +13,10 @@ and phase times"):
 * ``costs``: the selected candidate's Spatial costs: the target's queue
   evidence (both tie orders, core work, memory-controller service, binding
   term, the generations each tie order ran and its ``window_generations``: 2
-  by the one-percent test, or the cycle it repeats exactly), the analytic proxy of the placed plan (``analytic_interval``: per-core
-  work, stage span, boundary service; the stage span is a latency, not an
-  initiation interval) and the ranking proxy;
+  by the one-percent test, or the cycle it repeats exactly), the analytic
+  proxy of the placed plan (``analytic_interval``: per-core work, stage span,
+  boundary service; the stage span is a latency, not an initiation interval)
+  and the ranking proxy;
 * ``candidates``: every candidate built, with its stages, core budgets, search
   parent and move, proxy, whether the move relieved a bottleneck stage of its
   parent (``relieves_parent_bottleneck``: the shortlist ranked it at its proxy
