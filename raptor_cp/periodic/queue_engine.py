@@ -35,9 +35,10 @@ windows ``G(k-2) - G(k-4)`` and ``G(k) - G(k-2)`` agree within one percent (the
 oracle's threshold) and reports their mean, ``(G(k) - G(k-4)) / 4``.
 
 A run may instead settle into a cycle of ``c > 2`` generations whose lengths
-differ by more than one percent, and two-generation windows never agree: ViT
-on ``pimcomp`` at depth 4 repeats 6.372, 7.026, 7.689, 6.387, 7.041 and
-7.709 ms to the nanosecond from its first generation (docs/benchmarks.md,
+differ by more than one percent, and two-generation windows never agree: a
+candidate that ViT's search on ``pimcomp`` meets at depth 4 repeats 6.372,
+7.026, 7.689, 6.387, 7.041 and 7.709 ms to the nanosecond from its first
+generation, and pimsim-nn runs its program in a cycle too (docs/benchmarks.md,
 "Twenty-first pass"). A max-plus system's generations become periodic after a
 transient with some cyclicity ``c`` (Baccelli et al., *Synchronization and
 Linearity*, 1992, ch. 3), and the one-percent test proves only ``c <= 2``. So
@@ -45,8 +46,9 @@ the run also converges at the first ``k`` that closes a cycle of ``c``
 generations twice: each of the last ``2c`` generations repeats the one ``c``
 before it exactly, in length and in shape (every event's completion relative to
 its generation's end, compared by a 64-bit fingerprint that sums a fixed mix of
-each event's index times its completion). The run is then a shifted copy of
-itself: complete-state recurrence, stricter than the one-percent agreement. It
+each event's index times its completion). Every event has then repeated its
+timing ``c`` generations later, twice over: the complete-state recurrence the
+seeds ask both tie orders to establish, stricter than one-percent agreement. It
 reports the mean of the two cycles, ``(G(k) - G(k-2c)) / (2c)``, and
 ``window_generations`` says which test passed (2, or ``c``). The one-percent test
 is tried first at each generation. Per-core queue waits (time queued events
