@@ -21,7 +21,8 @@ from raptor_cp.pipeline.beam import BeamPipelineSolver, SelectionStoppedError, _
 from raptor_cp.pipeline.initial import initial_pipeline
 from raptor_cp.pipeline.proxy import relieves
 from raptor_cp.pipeline.selection import Candidate, PipelineSelection, near_equivalence
-from raptor_cp.problems import PipelineProblem, Stage, check
+from raptor_cp.problems import LatencyProblem, PipelineProblem, Stage, check
+from raptor_cp.progress import reporting
 from raptor_cp.solvers import DEFAULT_METHOD, solve
 from raptor_cp.targets.base import AVAILABLE, SUPPORTED, RealizedScheduleCost
 from raptor_cp.targets.generic import GenericTarget
@@ -280,6 +281,22 @@ def test_the_queue_budget_stops_the_search(lenet_beam: tuple) -> None:
     assert selection is not None
     assert selection.queue_evaluations == (3, 3)
     assert selection.termination == "queue evaluation budget (3) spent"
+
+
+def test_the_search_says_what_it_waits_for_after_the_initialization(lenet_beam: tuple) -> None:
+    # Without these ticks the CLI's heartbeat repeated "placing the stages on the mesh"
+    # while a 100,000-task graph's latency schedule took minutes (docs/benchmarks.md,
+    # "Twenty-second pass").
+    problem, _ = lenet_beam
+    seen: list[str] = []
+    with reporting(lambda phase, detail: seen.append(detail)):
+        BeamPipelineSolver(queue_evaluations=3).solve(problem)
+    after = seen[seen.index("partition: placing the stages on the mesh") + 1 :]
+    method = DEFAULT_METHOD[LatencyProblem]
+    assert after[:2] == [
+        "select: scoring the initialized schedule's neighbours",
+        f"select: the latency schedule ({method}) of the second root",
+    ]
 
 
 def _chain(n: int) -> ComputeGraph:

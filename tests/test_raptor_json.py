@@ -12,7 +12,7 @@ import pytest
 
 from raptor_cp.errors import InvalidInputError
 from raptor_cp.workload.model import OpKind
-from raptor_cp.workload.raptor_json import read_raptor_json, schema
+from raptor_cp.workload.raptor_json import inlined, read_raptor_json, schema
 
 DATA = Path(__file__).parent / "data" / "raptor"
 DOCS = Path(__file__).parent.parent / "docs" / "formats.md"
@@ -49,6 +49,40 @@ def rejects(tmp_path: Path, document: Any, message: str) -> None:
 def test_schema_is_valid_draft_2020_12() -> None:
     jsonschema.Draft202012Validator.check_schema(schema())
     assert schema()["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_inlined_reference_merges_annotations_and_keeps_other_keywords() -> None:
+    definitions = {"n": {"type": "integer"}}
+    described = {"$ref": "#/$defs/n", "description": "d"}
+    assert inlined(described, definitions) == {"type": "integer", "description": "d"}
+    bounded = {"$ref": "#/$defs/n", "minimum": 1}
+    assert inlined(bounded, definitions) == {"minimum": 1, "allOf": [{"type": "integer"}]}
+    assert "$ref" not in json.dumps(inlined(schema(), schema()["$defs"]))
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        graph(),
+        graph(name=""),
+        graph(tasks=[{"name": "a"}]),
+        graph(tasks=[{"name": "a", "cost": -1, "type": ""}]),
+        graph(tasks=[{"name": "a", "cost": 1, "weights": ["w", "w"], "colour": 2}]),
+        graph(weights=[{"name": "w", "size": 0}, {"size": 1.5}]),
+        graph(edges=[{"src": "a", "dst": "b", "bytes": 2**60}, {"src": 3}]),
+        graph(version=2, tasks=[]),
+        [1, 2],
+    ],
+)
+def test_inlined_schema_finds_what_the_referencing_schema_finds(document: Any) -> None:
+    def violations(document_schema: dict[str, Any]) -> list[tuple[str, str, str]]:
+        validator = jsonschema.Draft202012Validator(document_schema)
+        return sorted(
+            (error.json_path, str(error.validator), json.dumps(error.validator_value))
+            for error in validator.iter_errors(document)
+        )
+
+    assert violations(inlined(schema(), schema()["$defs"])) == violations(schema())
 
 
 def test_docs_example_is_the_shipped_test_file() -> None:

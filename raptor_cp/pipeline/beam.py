@@ -646,6 +646,7 @@ class _Search:
             # not depend on the latency root (it is not a parent and adds nothing to
             # `visited`): it is scored while the latency schedule is still computed.
             self.submit(0)
+            tick("select", "scoring the initialized schedule's neighbours")
             self.shortlist(root)
             self.add_latency_root(latency)
         while not termination:
@@ -725,6 +726,7 @@ class _Search:
             return
         began = time.perf_counter()
         method = DEFAULT_METHOD[LatencyProblem]
+        tick("select", f"the latency schedule ({method}) of the second root")
         try:
             (found,) = latency.results()
             if found.schedule is None:

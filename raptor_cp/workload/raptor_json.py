@@ -107,13 +107,51 @@ def schema() -> dict[str, Any]:
     return json.loads(text.read_text(encoding="utf-8"))
 
 
+ANNOTATIONS = frozenset({"description", "title"})
+"""Keywords beside a ``$ref`` that only annotate: `inlined` merges them into the definition."""
+
+
+def inlined(node: Any, definitions: dict[str, Any]) -> Any:
+    """``node`` with every ``$ref`` to ``#/$defs/NAME`` replaced by that definition.
+
+    Annotation keywords beside a ``$ref`` are merged into the definition; any other
+    keyword keeps its own place, the definition joining under ``allOf`` (a ``$ref``
+    beside other keywords applies both, draft 2020-12). ``$defs`` is dropped.
+    """
+    if isinstance(node, list):
+        return [inlined(item, definitions) for item in node]
+    if not isinstance(node, dict):
+        return node
+    body = {k: inlined(v, definitions) for k, v in node.items() if k not in ("$ref", "$defs")}
+    reference = node.get("$ref")
+    if reference is None:
+        return body
+    target = inlined(definitions[reference.removeprefix("#/$defs/")], definitions)
+    if set(body) <= ANNOTATIONS:
+        return {**target, **body}
+    return {**body, "allOf": [target]}
+
+
+@cache
+def _validator() -> Any:
+    """A draft 2020-12 validator of `schema` with its definitions inlined.
+
+    The same rules, checked faster: jsonschema resolves a ``$ref`` through its
+    registry at every use, about eight per task and edge, which took most of a
+    large graph's validation (a 100,000-task chain: 27-33 s with references,
+    9-13 s inlined; docs/benchmarks.md, "Twenty-second pass").
+    """
+    import jsonschema
+
+    document = schema()
+    return jsonschema.Draft202012Validator(inlined(document, document["$defs"]))
+
+
 def _validate(document: Any, source: str) -> None:
     """Raise the most relevant schema violation as one line: JSON path, what was expected."""
-    import jsonschema
     from jsonschema.exceptions import best_match
 
-    validator = jsonschema.Draft202012Validator(schema())
-    error = best_match(validator.iter_errors(document))
+    error = best_match(_validator().iter_errors(document))
     if error is not None:
         path, message = _explain(error)
         raise InvalidInputError(f"{source}: {path}: {message}")
